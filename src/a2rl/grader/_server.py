@@ -1,0 +1,160 @@
+"""HTTP face of the grader: FastAPI on 127.0.0.1, a per-run bearer token, uvicorn in a thread."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict
+
+from a2rl._errors import A2RLError
+from a2rl.grader._grader import Grader
+from a2rl.grader._records import StatusResponse, SubmissionRecord, SubmitResponse
+
+log = logging.getLogger("a2rl.grader")
+
+SUBMIT_HELP = ('POST /submit with header "Authorization: Bearer $A2RL_TOKEN" and JSON body '
+               '{"model_path": "output/<model-dir>"}')
+
+
+class SubmitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model_path: str
+    """Folder under workspace/output/ (absolute, or relative to the workspace)."""
+    wait: bool = True
+    """False: return at once with status `pending`; poll GET /submissions/{id}."""
+
+
+class PublicSubmission(BaseModel):
+    """A ledger record as the agent may see it (no server-side paths)."""
+
+    id: str
+    status: str
+    model_path: str
+    score: float | None
+    improvement: float | None
+    cached: bool
+    error: str | None
+
+    @classmethod
+    def of(cls, r: SubmissionRecord) -> PublicSubmission:
+        return cls(id=r.id, status=r.status, model_path=r.model_path, score=r.score,
+                   improvement=r.improvement, cached=r.cached, error=r.error)
+
+
+def create_app(grader: Grader, token: str) -> FastAPI:
+    app = FastAPI(title="a2rl grader", docs_url=None, redoc_url=None, openapi_url=None)
+    bearer = HTTPBearer(auto_error=False)
+
+    def authorised(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+                   request: Request) -> None:
+        given = creds.credentials if creds else ""
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            log.warning("rejected %s %s: missing or wrong token", request.method, request.url.path)
+            raise HTTPException(401, detail="missing or wrong token: send the header "
+                                "'Authorization: Bearer $A2RL_TOKEN' (the token is in your "
+                                "environment)")
+
+    Auth = Annotated[None, Depends(authorised)]
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
+                             for e in exc.errors())
+        return JSONResponse(status_code=422, content={
+            "detail": f"malformed request ({problems}). Expected: {SUBMIT_HELP}"})
+
+    @app.get("/health")
+    def health() -> dict[str, object]:
+        return {"ok": True, "task": grader.task.name}
+
+    @app.get("/status", response_model=StatusResponse)
+    def status(_: Auth) -> StatusResponse:
+        return grader.status()
+
+    @app.post("/submit", response_model=SubmitResponse)
+    def submit(body: SubmitRequest, _: Auth) -> SubmitResponse:
+        return grader.submit(body.model_path, wait=body.wait)
+
+    @app.get("/submissions", response_model=list[PublicSubmission])
+    def submissions(_: Auth) -> list[PublicSubmission]:
+        return [PublicSubmission.of(r) for r in grader.ledger.records()]
+
+    @app.get("/submissions/{submission_id}", response_model=PublicSubmission)
+    def submission(submission_id: str, _: Auth) -> PublicSubmission:
+        rec = grader.ledger.get(submission_id)
+        if rec is None:
+            raise HTTPException(404, detail=f"no submission {submission_id!r}; "
+                                "GET /submissions lists them")
+        return PublicSubmission.of(rec)
+
+    return app
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise A2RLError(f"port {port} on {host} is already in use",
+                            "choose another --port, or leave it out to pick a free port") from exc
+        raise
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+class GraderServer:
+    """uvicorn serving `create_app(grader, token)` from a background thread."""
+
+    def __init__(self, grader: Grader, *, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, log_file: Path | None = None) -> None:
+        import uvicorn
+
+        self.token = token or secrets.token_urlsafe(32)
+        self._sock = bind_socket(host, port)
+        self.host, self.port = host, self._sock.getsockname()[1]
+        if log_file is not None:
+            handler = logging.FileHandler(log_file)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+            for name in ("a2rl.grader", "uvicorn.error", "uvicorn.access"):
+                lg = logging.getLogger(name)
+                lg.addHandler(handler)
+                lg.setLevel(logging.INFO)
+                lg.propagate = False
+        config = uvicorn.Config(create_app(grader, self.token), log_config=None,
+                                log_level="info", access_log=True, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run,
+                                        kwargs={"sockets": [self._sock]}, daemon=True,
+                                        name="a2rl-grader-http")
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> GraderServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise A2RLError("the grading server did not start", "see grader.log in the run")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()

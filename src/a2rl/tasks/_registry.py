@@ -1,0 +1,54 @@
+"""Task registry. Adding a task = one module + one line in BUILTIN_TASKS (or an entry point)."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from a2rl._errors import A2RLError
+from a2rl.tasks._task import Task, TaskSpec
+
+# name -> "module:Class". Imported lazily so `import a2rl` stays light.
+BUILTIN_TASKS: dict[str, str] = {
+    "arith": "a2rl.tasks.arith:ArithTask",
+}
+DEFAULT_TASK = "arith"
+
+
+def _all_tasks() -> dict[str, str]:
+    found = dict(BUILTIN_TASKS)
+    for ep in entry_points(group="a2rl.tasks"):
+        found.setdefault(ep.name, ep.value)
+    return found
+
+
+def list_tasks() -> list[str]:
+    return sorted(_all_tasks())
+
+
+def task_class(name: str) -> type[Task]:
+    tasks = _all_tasks()
+    if name not in tasks:
+        raise A2RLError(f"unknown task {name!r}", f"choose one of: {', '.join(sorted(tasks))}")
+    module, _, attr = tasks[name].partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise A2RLError(f"task {name!r} needs a package that is not installed: {exc.name}",
+                        f"install it (pip install {exc.name}) or the a2rl extra that provides it"
+                        ) from exc
+    return cls  # type: ignore[no-any-return]
+
+
+def get_task(name: str, params: dict[str, Any] | None = None) -> Task:
+    cls = task_class(name)
+    try:
+        return cls(params)
+    except ValueError as exc:  # pydantic ValidationError is a ValueError
+        raise A2RLError(f"bad options for task {name!r}: {exc}",
+                        f"valid options: {', '.join(cls.Params.model_fields)}") from exc
+
+
+def task_from_spec(spec: TaskSpec) -> Task:
+    return get_task(spec.name, spec.params)

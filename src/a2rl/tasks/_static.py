@@ -1,0 +1,62 @@
+"""Shared evaluation for static text tasks: render prompts, generate once, score each item."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from a2rl.inference import GenerationSettings
+from a2rl.tasks._task import EvalOutcome, Task
+
+
+class ItemVerdict(BaseModel):
+    score: float
+    """0..1 for this item."""
+    extracted: str
+    """The answer the scorer read out of the completion."""
+
+
+class StaticTextTask(Task):
+    """A task scored by one greedy completion per held-out prompt."""
+
+    generation: ClassVar[GenerationSettings]
+
+    @abstractmethod
+    def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
+        """The chat the evaluator sends for this item (documented in description.md)."""
+
+    @abstractmethod
+    def score_completion(self, item: dict[str, Any], completion: str) -> ItemVerdict: ...
+
+    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
+                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        from a2rl.inference import load_engine
+
+        items = self.heldout_items()
+        engine = load_engine(model_dir, chat_template_from=chat_template_from)
+        prompts = [engine.apply_chat_template(self.messages(item)) for item in items]
+        done = 0
+
+        def progress(n: int) -> None:
+            nonlocal done
+            done += n
+            if on_progress:
+                on_progress(done, len(items))
+
+        completions = engine.generate(prompts, self.generation, progress)
+        engine.close()
+        details = []
+        total = 0.0
+        for item, prompt, completion in zip(items, prompts, completions, strict=True):
+            verdict = self.score_completion(item, completion)
+            total += verdict.score
+            details.append({"prompt": prompt, "completion": completion,
+                            "extracted": verdict.extracted, "answer": item.get("answer"),
+                            "score": verdict.score})
+        score = 100.0 * total / max(1, len(items))
+        return EvalOutcome(score=round(score, 4), n_items=len(items), details=details,
+                           metrics={"accuracy": score})

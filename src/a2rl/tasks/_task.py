@@ -1,0 +1,85 @@
+"""The Task contract: what the agent may see, what stays held out, and how a model is scored."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a2rl._util import stable_hash
+
+Level = Literal["L1", "L2", "L3"]
+RewardKind = Literal["rule", "execution", "judge", "interactive"]
+
+
+class TaskParams(BaseModel):
+    """Per-task options. Subclasses add fields; all must be JSON-serialisable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskSpec(BaseModel):
+    """Enough to rebuild a task in another process (the evaluation child)."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalOutcome(BaseModel):
+    """What one evaluation of one model produced. Only `score` reaches the agent."""
+
+    score: float
+    """Task score on a 0–100 scale (higher is better)."""
+    n_items: int
+    """Number of held-out items (or episodes) scored."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Secondary metrics (e.g. a strict and a flexible variant); never used for ranking."""
+    details: list[dict[str, Any]] = Field(default_factory=list)
+    """Per-item records (prompt, completion, verdict). Written outside the workspace only."""
+
+
+class Task(ABC):
+    """A benchmark task. Subclass, set the class attributes, and register it in `_registry.py`."""
+
+    name: ClassVar[str]
+    level: ClassVar[Level]
+    reward_kind: ClassVar[RewardKind]
+    version: ClassVar[str]
+    """Bump when data, prompt or scoring change: it invalidates cached baselines."""
+    Params: ClassVar[type[TaskParams]] = TaskParams
+
+    def __init__(self, params: TaskParams | dict[str, Any] | None = None) -> None:
+        self.params = params if isinstance(params, TaskParams) else self.Params(**(params or {}))
+
+    def spec(self) -> TaskSpec:
+        return TaskSpec(name=self.name, params=self.params.model_dump(mode="json"))
+
+    @abstractmethod
+    def write_train_data(self, data_dir: Path) -> list[Path]:
+        """Write the train-visible data into `data_dir` (inside the workspace). Return the files."""
+
+    @abstractmethod
+    def heldout_items(self) -> list[dict[str, Any]]:
+        """The held-out evaluation items. Never written into a workspace."""
+
+    @abstractmethod
+    def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
+        """`description.md` for the agent: the task, the data, and the exact evaluation format.
+
+        `chat_preview` renders messages with the base model's chat template so the agent sees the
+        evaluation prompt exactly as the model will.
+        """
+
+    @abstractmethod
+    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
+                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        """Score a checkpoint on the held-out items. Runs in a child process of the grader."""
+
+    def fingerprint(self) -> str:
+        """Identity of the evaluation (task version + params + held-out items) for cache keys."""
+        return stable_hash({"task": self.name, "version": self.version,
+                            "params": self.params.model_dump(mode="json"),
+                            "items": stable_hash(self.heldout_items())})
