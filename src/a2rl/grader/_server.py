@@ -9,13 +9,11 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from a2rl._errors import A2RLError
 from a2rl.grader._grader import Grader
@@ -56,8 +54,8 @@ def create_app(grader: Grader, token: str) -> FastAPI:
     app = FastAPI(title="a2rl grader", docs_url=None, redoc_url=None, openapi_url=None)
     bearer = HTTPBearer(auto_error=False)
 
-    def authorised(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-                   request: Request) -> None:
+    def authorised(request: Request,
+                   creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
         given = creds.credentials if creds else ""
         if not secrets.compare_digest(given.encode(), token.encode()):
             log.warning("rejected %s %s: missing or wrong token", request.method, request.url.path)
@@ -65,33 +63,36 @@ def create_app(grader: Grader, token: str) -> FastAPI:
                                 "'Authorization: Bearer $A2RL_TOKEN' (the token is in your "
                                 "environment)")
 
-    Auth = Annotated[None, Depends(authorised)]
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
-                             for e in exc.errors())
-        return JSONResponse(status_code=422, content={
-            "detail": f"malformed request ({problems}). Expected: {SUBMIT_HELP}"})
+    auth = [Depends(authorised)]
 
     @app.get("/health")
     def health() -> dict[str, object]:
         return {"ok": True, "task": grader.task.name}
 
-    @app.get("/status", response_model=StatusResponse)
-    def status(_: Auth) -> StatusResponse:
+    @app.get("/status", response_model=StatusResponse, dependencies=auth)
+    def status() -> StatusResponse:
         return grader.status()
 
-    @app.post("/submit", response_model=SubmitResponse)
-    def submit(body: SubmitRequest, _: Auth) -> SubmitResponse:
-        return grader.submit(body.model_path, wait=body.wait)
+    @app.post("/submit", response_model=SubmitResponse, dependencies=auth)
+    async def submit(request: Request) -> SubmitResponse:
+        # Parse the body ourselves: agents often POST JSON without a Content-Type header.
+        raw = await request.body()
+        try:
+            body = SubmitRequest.model_validate_json(raw or b"null")
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ()))) or 'body'}: "
+                                 f"{e.get('msg')}" for e in exc.errors())
+            raise HTTPException(422, detail=f"malformed request ({problems}). "
+                                f"Expected: {SUBMIT_HELP}") from None
+        return await run_in_threadpool(grader.submit, body.model_path, wait=body.wait)
 
-    @app.get("/submissions", response_model=list[PublicSubmission])
-    def submissions(_: Auth) -> list[PublicSubmission]:
+    @app.get("/submissions", response_model=list[PublicSubmission], dependencies=auth)
+    def submissions() -> list[PublicSubmission]:
         return [PublicSubmission.of(r) for r in grader.ledger.records()]
 
-    @app.get("/submissions/{submission_id}", response_model=PublicSubmission)
-    def submission(submission_id: str, _: Auth) -> PublicSubmission:
+    @app.get("/submissions/{submission_id}", response_model=PublicSubmission,
+             dependencies=auth)
+    def submission(submission_id: str) -> PublicSubmission:
         rec = grader.ledger.get(submission_id)
         if rec is None:
             raise HTTPException(404, detail=f"no submission {submission_id!r}; "

@@ -1,0 +1,75 @@
+"""Rich rendering of run records for `a2rl run`, `a2rl demo` and `a2rl runs show/list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from a2rl.runner import RunRecord
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -> None:
+    head = Table.grid(padding=(0, 2))
+    head.add_row("run", record.run_id)
+    head.add_row("status", f"{record.status}" + (f" ({record.exit_reason})"
+                                                 if record.exit_reason else ""))
+    c = record.config
+    head.add_row("task / agent / mode", f"{c.task} / {c.agent} / {c.mode}")
+    if record.model:
+        head.add_row("model", f"{record.model.spec}  [dim]{record.model.content_hash[:12]}[/]")
+    head.add_row("sandbox", "bwrap" if record.sandboxed else "[bold red]NONE (unsandboxed)[/]")
+    head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
+    if record.baseline:
+        head.add_row("baseline", _fmt(record.baseline.score))
+    if record.best:
+        head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({record.best.submission_id}), "
+                     f"improvement {record.improvement:+.2f}")
+    else:
+        head.add_row("best", "no valid submission")
+    if record.error:
+        head.add_row("error", f"[red]{record.error}[/]")
+    if run_dir:
+        head.add_row("run directory", str(run_dir))
+    console.print(head)
+    if record.submissions:
+        table = Table(title="submissions")
+        for col in ("id", "at (s)", "model_path", "status", "score", "Δ baseline", "eval s",
+                    "note"):
+            table.add_column(col)
+        for s in record.submissions:
+            note = s.error or ("cached from " + s.cached_from if s.cached_from else "")
+            table.add_row(s.id, _fmt(s.elapsed_s), s.model_path, s.status, _fmt(s.score),
+                          "—" if s.improvement is None else f"{s.improvement:+.2f}",
+                          _fmt(s.eval_seconds), (note or "")[:60])
+        console.print(table)
+
+
+def list_runs(runs_dir: Path, console: Console) -> None:
+    from a2rl.runner import load_run
+
+    table = Table(title=f"runs in {runs_dir}")
+    for col in ("task/run", "agent", "mode", "status", "baseline", "best", "Δ", "subs", "sandbox"):
+        table.add_column(col)
+    found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
+    for path in found:
+        try:
+            r = load_run(path.parent)
+        except Exception as exc:  # a damaged run.json must not hide the others
+            table.add_row(f"{path.parent.parent.name}/{path.parent.name}", "?", "?",
+                          f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")
+            continue
+        table.add_row(f"{r.config.task}/{r.run_id}", r.config.agent[:24], r.config.mode,
+                      r.status, _fmt(r.baseline.score if r.baseline else None),
+                      _fmt(r.best.score if r.best else None),
+                      "—" if r.improvement is None else f"{r.improvement:+.2f}",
+                      str(len(r.submissions)), "bwrap" if r.sandboxed else "[red]none[/]")
+    if not found:
+        console.print(f"no runs under {runs_dir}")
+        return
+    console.print(table)

@@ -1,0 +1,7 @@
+"""Agents under test: the contract, the registry, the reference agent, command agents."""
+
+from a2rl.agents._agent import PASSTHROUGH_ENV, Agent, AgentContext, CommandAgent
+from a2rl.agents._registry import BUILTIN_AGENTS, DEFAULT_AGENT, get_agent, list_agents
+
+__all__ = ["BUILTIN_AGENTS", "DEFAULT_AGENT", "PASSTHROUGH_ENV", "Agent", "AgentContext",
+           "CommandAgent", "get_agent", "list_agents"]

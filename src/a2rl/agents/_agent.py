@@ -1,0 +1,91 @@
+"""The agent contract: a process started in the workspace, inside the sandbox, with env vars.
+
+An agent gets: A2RL_GRADER_URL, A2RL_TOKEN, MODEL_PATH, DATA_PATH, OUTPUT_DIR, TASK,
+A2RL_BUDGET_SECONDS, A2RL_MODE, A2RL_WORKSPACE (plus whatever its launcher adds, e.g. the API key
+of a hosted driver). Its stdout/stderr become the run's transcript, outside the workspace. The
+harness stops it at the budget. A CLI agent (Claude Code, Codex, …) is one more `Agent` subclass
+that builds its command line; nothing in the grader changes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from a2rl.workspace import Workspace
+
+# Variables a user may set for the agent's tools; everything else in the harness's
+# environment (API keys of judges, the user's tokens) stays out of the sandbox.
+PASSTHROUGH_ENV = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                   "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
+                   "HF_ENDPOINT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
+                   "PIP_CONSTRAINT", "http_proxy", "https_proxy", "no_proxy")
+
+
+@dataclass
+class AgentContext:
+    workspace: Workspace
+    grader_url: str
+    token: str
+    budget_s: float
+    task: str
+    mode: str
+    python: str
+    """The interpreter with a2rl's training stack (the agent may use it or its own)."""
+    options: dict[str, str] = field(default_factory=dict)
+    """--agent-opt key=value pairs, interpreted by the agent launcher."""
+
+
+class Agent(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def command(self, ctx: AgentContext) -> list[str]:
+        """argv run inside the sandbox, with the workspace as working directory."""
+
+    def extra_env(self, ctx: AgentContext) -> dict[str, str]:
+        """Credentials or settings this agent needs (only these enter the sandbox)."""
+        return {}
+
+    def environment(self, ctx: AgentContext) -> dict[str, str]:
+        ws = ctx.workspace
+        env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+        env.update({
+            "PATH": os.pathsep.join([str(Path(ctx.python).parent), "/usr/local/bin",
+                                     "/usr/bin", "/bin"]),
+            "HOME": "/tmp/home",
+            "HF_HOME": "/tmp/home/.cache/huggingface",
+            "PYTHONUNBUFFERED": "1",
+            "A2RL_GRADER_URL": ctx.grader_url,
+            "A2RL_TOKEN": ctx.token,
+            "A2RL_BUDGET_SECONDS": str(int(ctx.budget_s)),
+            "A2RL_MODE": ctx.mode,
+            "A2RL_WORKSPACE": str(ws.root),
+            "MODEL_PATH": str(ws.model_dir),
+            "DATA_PATH": str(ws.data_dir),
+            "OUTPUT_DIR": str(ws.output_dir),
+            "TASK": ctx.task,
+        })
+        env.update(self.extra_env(ctx))
+        return env
+
+    def describe(self, ctx: AgentContext) -> str:
+        return shlex.join(self.command(ctx))
+
+
+class CommandAgent(Agent):
+    """`--agent cmd:'<shell command>'`: any program, run with bash in the workspace."""
+
+    name = "cmd"
+    description = "any shell command (cmd:'./my_agent.sh')"
+
+    def __init__(self, shell_command: str) -> None:
+        self.shell_command = shell_command
+
+    def command(self, ctx: AgentContext) -> list[str]:
+        return ["bash", "-c", self.shell_command]

@@ -1,0 +1,86 @@
+"""The reference agent's pipeline (runs inside the sandbox, in the workspace).
+
+    python -m a2rl.agents.reference_agent [--steps N] [--lr X] [--lr2 Y] [--variant lr|none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def log(msg: str) -> None:
+    print(f"[reference-agent {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def grader(method: str, path: str, body: dict | None = None) -> dict:
+    req = urllib.request.Request(
+        os.environ["A2RL_GRADER_URL"] + path, method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": "Bearer " + os.environ["A2RL_TOKEN"],
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=24 * 3600) as resp:
+            return json.load(resp)
+    except urllib.error.HTTPError as exc:
+        return {"http_error": exc.code, "detail": exc.read().decode(errors="replace")}
+
+
+def train(script: Path, out: str, lr: float, args: argparse.Namespace) -> bool:
+    cmd = [sys.executable, str(script), "--model", os.environ["MODEL_PATH"],
+           "--data", str(Path(os.environ["DATA_PATH"]) / "train.jsonl"), "--out", out,
+           "--lr", str(lr), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
+           "--max-train", str(args.max_train)]
+    log("$ " + " ".join(cmd))
+    return subprocess.run(cmd).returncode == 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--lr2", type=float, default=3e-5)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--max-train", type=int, default=0)
+    ap.add_argument("--variant", choices=["lr", "none"], default="lr")
+    args = ap.parse_args()
+
+    status = grader("GET", "/status")
+    log(f"task {os.environ['TASK']}; baseline {status.get('baseline')}; "
+        f"{status.get('remaining_seconds')} s left")
+    code = Path("code")
+    code.mkdir(exist_ok=True)
+    script = code / "train_sft.py"
+    shutil.copyfile(HERE / "train_sft.py", script)
+    log(f"wrote {script}")
+
+    started = time.monotonic()
+    plan = [("output/v1", args.lr)] + ([("output/v2", args.lr2)] if args.variant == "lr" else [])
+    for i, (out, lr) in enumerate(plan):
+        if i:
+            remaining = float(grader("GET", "/status").get("remaining_seconds", 0))
+            needed = (time.monotonic() - started) / i * 1.2
+            if remaining < needed:
+                log(f"skipping {out}: {remaining:.0f} s left, about {needed:.0f} s needed")
+                break
+        if not train(script, out, lr, args):
+            log(f"training {out} failed")
+            continue
+        result = grader("POST", "/submit", {"model_path": out})
+        log(f"submitted {out}: {json.dumps(result)}")
+    log("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

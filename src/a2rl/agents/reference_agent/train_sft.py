@@ -1,0 +1,72 @@
+"""Supervised fine-tuning with TRL on data/train.jsonl (written by a2rl's reference agent).
+
+Each example becomes a conversational prompt/completion pair: the user message is the item's
+`prompt` field (exactly what the evaluator sends), the assistant message is its `answer`.
+TRL renders both with the model's chat template and puts the loss on the completion only, so
+training sees the same format as evaluation.
+"""
+
+import argparse
+import json
+import os
+
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import SFTConfig, SFTTrainer
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--max-steps", type=int, default=60)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--max-train", type=int, default=0, help="0 = all rows")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+    rows = [json.loads(line) for line in open(args.data)]
+    if args.max_train:
+        rows = rows[: args.max_train]
+    dataset = Dataset.from_list([
+        {"prompt": [{"role": "user", "content": r["prompt"]}],
+         "completion": [{"role": "assistant", "content": r["answer"]}]}
+        for r in rows
+    ])
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    print(f"SFT: {len(rows)} examples, {args.max_steps} steps, lr {args.lr}, "
+          f"batch {args.batch_size}", flush=True)
+    config = SFTConfig(
+        output_dir=os.path.join(args.out, "trainer"),
+        max_steps=args.max_steps,
+        per_device_train_batch_size=args.batch_size,
+        learning_rate=args.lr,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, args.max_steps // 10),
+        logging_steps=max(1, args.max_steps // 10),
+        save_strategy="no",
+        report_to=[],
+        seed=args.seed,
+        max_length=256,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=torch.cuda.is_available(),
+        disable_tqdm=False,
+        dataloader_num_workers=0,
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset,
+                         processing_class=tokenizer)
+    trainer.train()
+    trainer.model.save_pretrained(args.out)
+    tokenizer.save_pretrained(args.out)
+    with open(os.path.join(args.out, "a2rl_train_args.json"), "w") as fh:
+        json.dump({**vars(args), "method": "sft", "library": "trl.SFTTrainer"}, fh, indent=2)
+    print(f"saved {args.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The `a2rl` command line. Heavy modules are imported inside commands so `--help` stays fast."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="a2rl: can LLM coding agents engineer LLM post-training? "
+                  "(Agent² RL-Bench harness)", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<run_id> "
+                                              "(default ./runs or $A2RL_RUNS_DIR).")]
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    from a2rl._errors import A2RLError
+
+    out: dict[str, str] = {}
+    for v in values or []:
+        key, sep, val = v.partition("=")
+        if not sep or not key:
+            raise A2RLError(f"{flag} {v!r} is not key=value", f"e.g. {flag} steps=40")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _task_params(values: list[str] | None) -> dict[str, object]:
+    import json
+
+    params: dict[str, object] = {}
+    for key, raw in _pairs(values, "--task-opt").items():
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    return params
+
+
+def _runs_dir(value: Path | None) -> Path:
+    from a2rl._paths import default_runs_dir
+
+    return value.absolute() if value else default_runs_dir()
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Option(help="Task name (a2rl tasks).")] = "arith",
+    agent: Annotated[str, typer.Option(help="Agent name, or cmd:'<shell command>'.")] = "reference",
+    model: Annotated[str, typer.Option(help="Embedded alias, local HF folder or hub id.")
+                     ] = "smollm2-135m",
+    mode: Annotated[str, typer.Option(help="free | sft-only | rl-oriented")] = "free",
+    budget: Annotated[str, typer.Option(help="Agent budget: 12h, 30m, 90s or seconds.")] = "12h",
+    agent_opt: Annotated[list[str] | None, typer.Option(help="key=value for the agent.")] = None,
+    task_opt: Annotated[list[str] | None, typer.Option(help="key=value (JSON values) for the "
+                                                       "task.")] = None,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run the agent without "
+                                             "bubblewrap (recorded as unsandboxed).")] = False,
+    port: Annotated[int, typer.Option(help="Grader port (0 = pick a free one).")] = 0,
+    eval_timeout: Annotated[str, typer.Option(help="Per-evaluation time limit.")] = "1h",
+    grace: Annotated[float, typer.Option(help="Seconds between SIGTERM and SIGKILL.")] = 30.0,
+    runs_dir: RunsDir = None,
+    echo_agent: Annotated[bool, typer.Option(help="Print the agent's output live.")] = False,
+) -> None:
+    """Run one agent on one task with one base model under a budget."""
+    _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
+            agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
+            no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
+            runs_dir=runs_dir, echo_agent=echo_agent)
+
+
+def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
+            agent_opt: dict[str, str], task_opt: dict[str, object], no_sandbox: bool, port: int,
+            eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool) -> object:
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl._report_console import show_run
+    from a2rl._util import parse_duration
+    from a2rl.runner import RunConfig
+    from a2rl.runner import run as run_fn
+
+    try:
+        budget_s = parse_duration(budget)
+        eval_timeout_s = parse_duration(eval_timeout)
+    except ValueError as exc:
+        raise A2RLError(str(exc), "use e.g. 12h, 30m, 90s or a number of seconds") from exc
+    config = RunConfig(task=task, task_params=task_opt, agent=agent, agent_options=agent_opt,
+                       model=model, mode=mode, budget_s=budget_s,
+                       sandbox="none" if no_sandbox else "bwrap", eval_timeout_s=eval_timeout_s,
+                       grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)))
+    console = Console()
+    record = run_fn(config, console=console, echo_agent=echo_agent)
+    console.rule("result")
+    show_run(record, console, Path(config.runs_dir) / config.task / record.run_id)
+    return record
+
+
+@app.command()
+def demo(
+    budget: Annotated[str, typer.Option(help="Agent budget.")] = "8m",
+    runs_dir: RunsDir = None,
+    steps: Annotated[int, typer.Option(help="SFT steps per variant.")] = 60,
+) -> None:
+    """The whole loop offline on CPU: embedded task + SmolLM2-135M + the reference agent."""
+    from a2rl.runner import RunRecord
+
+    record = _do_run(task="arith", agent="reference", model="smollm2-135m", mode="free",
+                     budget=budget, agent_opt={"steps": str(steps)}, task_opt={},
+                     no_sandbox=False, port=0, eval_timeout="15m", grace=15.0,
+                     runs_dir=runs_dir, echo_agent=True)
+    assert isinstance(record, RunRecord)
+    ok = bool(record.best and record.baseline and record.best.score > record.baseline.score)
+    typer.echo(f"demo {'passed' if ok else 'FAILED'}: best "
+               f"{record.best.score if record.best else None} vs baseline "
+               f"{record.baseline.score if record.baseline else None}")
+    raise typer.Exit(0 if ok else 1)
+
+
+@runs_app.command("list")
+def runs_list(runs_dir: RunsDir = None) -> None:
+    """One line per recorded run."""
+    from rich.console import Console
+
+    from a2rl._report_console import list_runs
+
+    list_runs(_runs_dir(runs_dir), Console())
+
+
+@runs_app.command("show")
+def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
+              runs_dir: RunsDir = None) -> None:
+    """Everything recorded about one run."""
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl._report_console import show_run
+    from a2rl.runner import load_run
+
+    path = Path(run)
+    if not (path / "run.json").exists():
+        matches = sorted(_runs_dir(runs_dir).glob(f"*/{run}*/run.json"))
+        if len(matches) != 1:
+            raise A2RLError(f"no single run matches {run!r} ({len(matches)} found)",
+                            "run `a2rl runs list` and pass a full run id or a run directory")
+        path = matches[0].parent
+    show_run(load_run(path), Console(), path)
+
+
+@app.command("tasks")
+def tasks_cmd() -> None:
+    """List the registered tasks."""
+    from a2rl.tasks import list_tasks, task_class
+
+    for name in list_tasks():
+        cls = task_class(name)
+        typer.echo(f"{name:12s} {cls.level}  reward={cls.reward_kind}  version={cls.version}")
+
+
+@app.command("agents")
+def agents_cmd() -> None:
+    """List the registered agents."""
+    from a2rl.agents import list_agents
+
+    for name in list_agents():
+        typer.echo(name)
+
+
+@app.command("prepare-model")
+def prepare_model(model: Annotated[str, typer.Argument()] = "smollm2-135m") -> None:
+    """Resolve (download/convert) a model into the cache and print its path and hash."""
+    from a2rl.models import resolve_model
+
+    m = resolve_model(model)
+    typer.echo(f"{m.path}\n{m.content_hash}")
+
+
+def main() -> None:
+    from a2rl._errors import A2RLError
+
+    try:
+        app()
+    except A2RLError as exc:
+        from rich.console import Console
+
+        err = Console(stderr=True)
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        if exc.fix:
+            err.print(f"[bold]fix:[/] {exc.fix}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""`run.json`: the complete, self-describing record of one run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from a2rl.grader import BaselineRecord, BestSoFar, SubmissionRecord
+
+ExitReason = Literal["agent_exited", "budget_exhausted", "interrupted", "harness_error"]
+
+
+class RunConfig(BaseModel):
+    """What the user asked for (`a2rl run` options)."""
+
+    task: str
+    """Registered task name."""
+    task_params: dict[str, Any] = Field(default_factory=dict)
+    """Task options given with --task-opt (defaults filled in under `task.params`)."""
+    agent: str
+    """Agent name or `cmd:<shell command>`."""
+    agent_options: dict[str, str] = Field(default_factory=dict)
+    """--agent-opt key=value pairs."""
+    model: str
+    """--model as given: embedded alias, local folder or hub id."""
+    mode: str
+    """Operating mode: free, sft-only or rl-oriented."""
+    budget_s: float
+    """The agent's budget in seconds on the grader's clock."""
+    sandbox: Literal["bwrap", "none"]
+    """bwrap, or none when the user passed --no-sandbox."""
+    eval_timeout_s: float
+    """Per-evaluation time limit."""
+    grace_s: float
+    """Seconds between SIGTERM and SIGKILL when the budget ends."""
+    port: int
+    """Grader port (0 = a free one)."""
+    runs_dir: str
+    """Parent folder of runs/<task>/<run_id>/."""
+
+
+class TaskInfo(BaseModel):
+    name: str
+    version: str
+    level: str
+    reward_kind: str
+    params: dict[str, Any]
+    """All task options after defaults (the held-out seed included: run.json is outside the
+    workspace)."""
+    fingerprint: str
+    """Identity of the evaluation (task, version, options, held-out items)."""
+    n_heldout: int
+
+
+class ModelInfo(BaseModel):
+    spec: str
+    source: str
+    """embedded, local or hub."""
+    path: str
+    """Resolved checkpoint the workspace copy was made from."""
+    content_hash: str
+    """Hash of the base weights; submissions with this hash are baseline copies."""
+    model_type: str
+
+
+class Timings(BaseModel):
+    setup_s: float = 0.0
+    """Model resolution + workspace building."""
+    baseline_s: float = 0.0
+    """Baseline scoring (not charged to the agent)."""
+    agent_s: float = 0.0
+    """From the agent's start to its exit (what the budget measures)."""
+    drain_s: float = 0.0
+    """Waiting for evaluations still in flight after the agent stopped."""
+    total_s: float = 0.0
+
+
+class RunRecord(BaseModel):
+    """`run.json` in runs/<task>/<run_id>/ (outside the workspace). Rewritten atomically at each
+    stage; the ledger next to it is the append-only source of truth for submissions."""
+
+    run_id: str
+    status: Literal["setting_up", "running", "finished", "failed"]
+    created_at: dt.datetime
+    ended_at: dt.datetime | None = None
+    config: RunConfig
+    versions: dict[str, str]
+    """a2rl, Python and the ML stack's package versions."""
+    task: TaskInfo | None = None
+    model: ModelInfo | None = None
+    sandboxed: bool
+    """False means the agent ran without OS isolation (--no-sandbox): flag the result."""
+    agent_command: str | None = None
+    """The command line started inside the sandbox (secrets never appear in it)."""
+    grader_url: str | None = None
+    baseline: BaselineRecord | None = None
+    submissions: list[SubmissionRecord] = Field(default_factory=list)
+    """Final state of every submission (copied from ledger.jsonl at the end)."""
+    best: BestSoFar | None = None
+    """Best valid submission; the run's result."""
+    improvement: float | None = None
+    """best − baseline."""
+    agent_started_at: dt.datetime | None = None
+    exit_reason: ExitReason | None = None
+    agent_exit_code: int | None = None
+    timings: Timings = Field(default_factory=Timings)
+    error: str | None = None
+    """Why the run failed, when it did."""

@@ -1,0 +1,224 @@
+"""`a2rl run`: workspace → baseline → grader → agent (sandboxed, budgeted) → ledger → run.json."""
+
+from __future__ import annotations
+
+import platform
+import secrets
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from a2rl._errors import A2RLError
+from a2rl._util import atomic_write_text, utcnow
+from a2rl.agents import AgentContext, get_agent
+from a2rl.grader import (
+
+    Grader,
+    GraderConfig,
+    GraderServer,
+    SubmissionRecord,
+    score_baseline,
+)
+from a2rl.models import resolve_model
+from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
+from a2rl.runner._supervise import AgentProcess
+from a2rl.sandbox import get_sandbox
+from a2rl.tasks import get_task
+from a2rl.workspace import build_workspace, check_mode
+
+_VERSIONED = ("a2rl", "torch", "transformers", "trl", "accelerate", "datasets", "reasoning-gym",
+              "fastapi", "uvicorn", "pydantic", "vllm")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in _VERSIONED:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def new_run_id(agent: str) -> str:
+    label = "cmd" if agent.startswith("cmd:") else agent
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{label}-{secrets.token_hex(2)}"
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), console=console, transient=True)
+
+
+class _ConsoleEvents:
+    """Shows submissions and evaluation progress while the agent works."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self._bars: dict[str, object] = {}
+
+    def submission_received(self, record: SubmissionRecord) -> None:
+        self.progress.console.print(f"[cyan]→ {record.id}[/] submitted {record.model_path}")
+
+    def eval_progress(self, record: SubmissionRecord, done: int, total: int) -> None:
+        bar = self._bars.get(record.id)
+        if bar is None:
+            bar = self._bars[record.id] = self.progress.add_task(f"evaluating {record.id}",
+                                                                 total=total)
+        self.progress.update(bar, completed=done, total=total)  # type: ignore[arg-type]
+
+    def submission_finished(self, record: SubmissionRecord, best: float | None) -> None:
+        bar = self._bars.pop(record.id, None)
+        if bar is not None:
+            self.progress.remove_task(bar)  # type: ignore[arg-type]
+        console = self.progress.console
+        if record.score is not None:
+            note = " (cached)" if record.cached else ""
+            if record.status == "baseline_copy":
+                note = " (baseline copy)"
+            console.print(f"[green]✔ {record.id}[/] score {record.score:.2f}{note}  "
+                          f"improvement {record.improvement:+.2f}  best {best:.2f}")
+        else:
+            console.print(f"[red]✘ {record.id}[/] {record.status}: {record.error}")
+
+
+def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
+        run_id: str | None = None) -> RunRecord:
+    console = console or Console()
+    started = time.monotonic()
+    # Validate everything cheap before any heavy step.
+    if config.budget_s <= 0:
+        raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
+                        "pass e.g. --budget 12h, --budget 30m or --budget 900")
+    check_mode(config.mode)
+    agent = get_agent(config.agent)
+    sandbox = get_sandbox(config.sandbox)
+    task = get_task(config.task, config.task_params)
+
+    run_id = run_id or new_run_id(config.agent)
+    run_dir = Path(config.runs_dir) / config.task / run_id
+    if run_dir.exists():
+        raise A2RLError(f"run directory {run_dir} already exists", "use another run id")
+    run_dir.mkdir(parents=True)
+    record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(), config=config,
+                       versions=package_versions(), sandboxed=sandbox.sandboxed)
+    save = lambda: atomic_write_text(run_dir / "run.json", record.model_dump_json(indent=2))  # noqa: E731
+    save()
+    console.print(f"[bold]a2rl run[/] {run_id}  task={config.task} agent={config.agent} "
+                  f"model={config.model} mode={config.mode} budget={config.budget_s:.0f}s"
+                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
+    console.print(f"run directory: {run_dir}")
+    server: GraderServer | None = None
+    grader: Grader | None = None
+    try:
+        base = resolve_model(config.model)
+        record.model = ModelInfo(spec=base.spec, source=base.source, path=str(base.path),
+                                 content_hash=base.content_hash, model_type=base.model_type)
+        record.task = TaskInfo(name=task.name, version=task.version, level=task.level,
+                               reward_kind=task.reward_kind,
+                               params=task.params.model_dump(mode="json"),
+                               fingerprint=task.fingerprint(), n_heldout=len(task.heldout_items()))
+        from a2rl.inference._chat import load_tokenizer, render_chat
+
+        tokenizer = load_tokenizer(base.path)
+        description = task.description(chat_preview=lambda m: render_chat(tokenizer, m))
+        ws = build_workspace(run_dir / "workspace", task=task, base=base, mode=config.mode,
+                             budget_s=config.budget_s, description=description)
+        record.timings.setup_s = round(time.monotonic() - started, 2)
+        save()
+
+        t0 = time.monotonic()
+        with _progress(console) as progress:
+            bar = progress.add_task("scoring the baseline", total=None)
+            baseline = score_baseline(
+                task, base, run_dir / "evals" / "baseline", timeout_s=config.eval_timeout_s,
+                on_progress=lambda d, t: progress.update(bar, completed=d, total=t))
+        record.baseline = baseline
+        record.timings.baseline_s = round(time.monotonic() - t0, 2)
+        atomic_write_text(run_dir / "baseline.json", baseline.model_dump_json(indent=2))
+        console.print(f"baseline: [bold]{baseline.score:.2f}[/] on {baseline.n_items} held-out "
+                      f"items" + (" (cached)" if baseline.cached else
+                                  f" ({baseline.eval_seconds:.0f} s)"))
+
+        with _progress(console) as progress:
+            events = _ConsoleEvents(progress)
+            grader = Grader(run_dir, ws.root, task, base, baseline,
+                            GraderConfig(budget_s=config.budget_s,
+                                         eval_timeout_s=config.eval_timeout_s), events=events)
+            server = GraderServer(grader, port=config.port,
+                                  log_file=run_dir / "grader.log").start()
+            record.grader_url = server.url
+            ctx = AgentContext(workspace=ws, grader_url=server.url, token=server.token,
+                               budget_s=config.budget_s, task=task.name, mode=config.mode,
+                               python=sys.executable, options=config.agent_options)
+            argv = sandbox.wrap(agent.command(ctx), workspace=ws.root)
+            record.agent_command = agent.describe(ctx)
+            record.status = "running"
+            record.agent_started_at = utcnow()
+            save()
+            agent_bar = progress.add_task("agent working (budget)", total=config.budget_s)
+            grader.start_clock()
+            t1 = time.monotonic()
+            proc = AgentProcess(argv, env=agent.environment(ctx), cwd=ws.root,
+                                transcript=run_dir / "agent" / "transcript.log",
+                                echo=(lambda s: progress.console.print(f"[dim]  agent│ {s}[/]",
+                                                                       markup=True,
+                                                                       highlight=False))
+                                if echo_agent else None)
+            reason, code = proc.supervise(
+                grader.remaining, grace_s=config.grace_s,
+                tick=lambda: progress.update(agent_bar, completed=grader.elapsed()))
+            proc.close()
+            grader.stop_accepting()
+            record.timings.agent_s = round(time.monotonic() - t1, 2)
+            record.exit_reason, record.agent_exit_code = reason, code
+            progress.remove_task(agent_bar)
+            console.print(f"agent stopped: {reason} (exit code {code})")
+            t2 = time.monotonic()
+            if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
+                console.print("[yellow]an evaluation did not finish in time[/]")
+            record.timings.drain_s = round(time.monotonic() - t2, 2)
+        record.status = "finished"
+    except KeyboardInterrupt:
+        record.status, record.exit_reason = "failed", "interrupted"
+        record.error = "interrupted by the user"
+        raise
+    except A2RLError as exc:
+        record.status, record.error = "failed", str(exc)
+        record.exit_reason = record.exit_reason or "harness_error"
+        raise
+    except Exception as exc:
+        record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+        record.exit_reason = record.exit_reason or "harness_error"
+        raise
+    finally:
+        if server is not None:
+            server.stop()
+        if grader is not None:
+            grader.close()
+            record.submissions = grader.ledger.records()
+            record.best = grader.ledger.best()
+            if record.best and record.baseline:
+                record.improvement = round(record.best.score - record.baseline.score, 4)
+        record.ended_at = utcnow()
+        record.timings.total_s = round(time.monotonic() - started, 2)
+        save()
+    return record
+
+
+def load_run(path: Path) -> RunRecord:
+    return RunRecord.model_validate_json((path / "run.json").read_text())
+
+

@@ -1,0 +1,12 @@
+"""Isolation of the agent process (bubblewrap), or an explicit, recorded lack of it."""
+
+from a2rl.sandbox._sandbox import (
+    SANDBOX_UID,
+    BwrapSandbox,
+    NoSandbox,
+    Sandbox,
+    SandboxKind,
+    get_sandbox,
+)
+
+__all__ = ["SANDBOX_UID", "BwrapSandbox", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox"]

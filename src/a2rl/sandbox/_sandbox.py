@@ -1,0 +1,109 @@
+"""OS-level isolation of the agent: bubblewrap, or an explicit, recorded `--no-sandbox`.
+
+What the agent sees under bubblewrap: its workspace read-write (model/, data/ and the docs
+read-only), the system and Python toolchain read-only, a private /tmp and HOME, its own PID
+namespace, and GPU device nodes when present. It does not see the run directory (ledger,
+artifacts, evaluation outputs), $A2RL_HOME (held-out seeds, caches), other runs or the
+invoking user's home. It runs as an unprivileged uid in a user namespace, so file permissions
+apply to it. The network is shared (the grader listens on loopback and is token-protected).
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from a2rl._errors import A2RLError
+from a2rl.workspace import READ_ONLY_ENTRIES
+
+SandboxKind = Literal["bwrap", "none"]
+SANDBOX_UID = 1000
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+# The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
+# root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
+_MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+_MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
+
+
+class Sandbox(Protocol):
+    kind: SandboxKind
+    sandboxed: bool
+
+    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
+        """The command line that runs `argv` inside the sandbox with cwd = workspace."""
+        ...
+
+
+@dataclass
+class NoSandbox:
+    """Runs the agent as a plain child process. Recorded as unsandboxed in run.json."""
+
+    kind: SandboxKind = "none"
+    sandboxed: bool = False
+
+    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
+        return list(argv)
+
+
+def _python_roots() -> list[Path]:
+    """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
+    when it is an editable install (its .pth points outside site-packages)."""
+    import a2rl
+
+    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent,
+             Path(a2rl.__file__).resolve().parent.parent}
+    return sorted(roots)
+
+
+@dataclass
+class BwrapSandbox:
+    kind: SandboxKind = "bwrap"
+    sandboxed: bool = True
+    executable: str = "bwrap"
+
+    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
+        ws = str(workspace.resolve())
+        args = [self.executable, "--die-with-parent", "--new-session",
+                "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--hostname", "a2rl-sandbox"]
+        for d in _SYSTEM_DIRS:
+            p = Path(d)
+            if p.is_symlink():
+                args += ["--symlink", str(p.readlink()), d]
+            elif p.is_dir():
+                args += ["--ro-bind", d, d]
+        args += [arg for f in _MASKED_FILES if Path(f).exists()
+                 for arg in ("--ro-bind", "/dev/null", f)]
+        args += [arg for d in _MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+        for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*")):
+            args += ["--dev-bind", dev, dev]
+        for root in _python_roots():
+            if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
+                args += ["--ro-bind", str(root), str(root)]
+        args += ["--bind", ws, ws]
+        for entry in READ_ONLY_ENTRIES:
+            if (workspace / entry).exists():
+                args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
+        args += ["--chdir", ws, "--"]
+        return args + list(argv)
+
+
+def get_sandbox(kind: SandboxKind) -> Sandbox:
+    if kind == "none":
+        return NoSandbox()
+    if kind == "bwrap":
+        exe = shutil.which("bwrap")
+        if exe is None:
+            raise A2RLError(
+                "bubblewrap (bwrap) is not installed, so the agent cannot be sandboxed",
+                "install it (Debian/Ubuntu: `apt-get install bubblewrap`), or pass --no-sandbox "
+                "to run unsandboxed (recorded in run.json and shown in every report)")
+        return BwrapSandbox(executable=exe)
+    raise A2RLError(f"unknown sandbox {kind!r}", "use bwrap or none")

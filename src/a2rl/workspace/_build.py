@@ -1,0 +1,113 @@
+"""Build the agent's workspace: everything the agent may see, and nothing it may not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from a2rl._errors import A2RLError
+from a2rl.models import ResolvedModel
+from a2rl.tasks import Task
+
+MODES = ("free", "sft-only", "rl-oriented")
+READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
+"""Workspace entries the sandbox mounts read-only."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def code_dir(self) -> Path:
+        return self.root / "code"
+
+    @property
+    def output_dir(self) -> Path:
+        return self.root / "output"
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise A2RLError(f"unknown mode {mode!r}", f"choose one of: {', '.join(MODES)}")
+    return mode
+
+
+def human_duration(seconds: float) -> str:
+    s = int(round(seconds))
+    h, m = s // 3600, s % 3600 // 60
+    return f"{h} h {m:02d} min" if h else f"{m} min {s % 60:02d} s"
+
+
+def render_instructions(mode: str, *, budget_s: float, workspace: Path) -> str:
+    templates = resources.files("a2rl.workspace") / "templates"
+    rules = (templates / f"{check_mode(mode)}.md").read_text().strip()
+    common = Template((templates / "_common.md").read_text())
+    return common.substitute(mode=mode, mode_rules=rules, budget_human=human_duration(budget_s),
+                             workspace=str(workspace))
+
+
+def _make_read_only(path: Path) -> None:
+    """Belt and braces for --no-sandbox runs; the sandbox also mounts these read-only."""
+    for root, dirs, files in os.walk(path):
+        for name in files:
+            p = Path(root) / name
+            p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        for name in dirs:
+            (Path(root) / name).chmod(0o555)
+    path.chmod(0o555)
+
+
+def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, budget_s: float,
+                    description: str) -> Workspace:
+    """Create `root` (must not exist): model copy, train-visible data, docs, timer, code/, output/.
+
+    The base model is copied, never linked: a link into a shared cache would let one run's agent
+    corrupt the model every later run starts from.
+    """
+    check_mode(mode)
+    if root.exists():
+        raise A2RLError(f"workspace {root} already exists", "use a new run id")
+    ws = Workspace(root)
+    root.mkdir(parents=True)
+    ws.model_dir.mkdir()
+    for f in sorted(base.path.iterdir()):
+        if f.is_file() and not f.name.startswith("."):
+            shutil.copyfile(f, ws.model_dir / f.name)
+    task.write_train_data(ws.data_dir)
+    (root / "description.md").write_text(description)
+    (root / "instructions.md").write_text(render_instructions(mode, budget_s=budget_s,
+                                                              workspace=root))
+    timer = root / "timer.sh"
+    timer.write_text((resources.files("a2rl.workspace") / "templates" / "timer.sh").read_text())
+    timer.chmod(0o555)
+    for name in ("model", "data"):
+        _make_read_only(root / name)
+    for name in ("description.md", "instructions.md"):
+        (root / name).chmod(0o444)
+    ws.code_dir.mkdir()
+    ws.output_dir.mkdir()
+    return ws
+
+
+def remove_workspace_tree(path: Path) -> None:
+    """rmtree that first restores write bits on the read-only parts."""
+    for root, dirs, _ in os.walk(path):
+        for d in dirs:
+            (Path(root) / d).chmod(0o755)
+    if path.exists():
+        path.chmod(0o755)
+        shutil.rmtree(path)
