@@ -6,6 +6,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -17,7 +18,10 @@ from a2rl.grader._evaluation import EvalFailed, EvalJob, run_evaluation
 from a2rl.grader._ledger import Ledger
 from a2rl.grader._records import StatusResponse, SubmissionRecord, SubmitResponse
 from a2rl.models import ResolvedModel, weights_bytes
-from a2rl.tasks import Task
+from a2rl.tasks import EvalOutcome, Task
+
+Evaluator = Callable[..., EvalOutcome]
+"""`run_evaluation`-compatible: (job, *, timeout_s, on_progress) -> EvalOutcome."""
 
 log = logging.getLogger("a2rl.grader")
 
@@ -59,7 +63,9 @@ class Grader:
 
     def __init__(self, run_dir: Path, workspace: Path, task: Task, base: ResolvedModel,
                  baseline: BaselineRecord, config: GraderConfig,
-                 events: GraderEvents | None = None) -> None:
+                 events: GraderEvents | None = None,
+                 evaluator: Evaluator = run_evaluation) -> None:
+        self._evaluator = evaluator
         self.run_dir, self.workspace, self.task, self.base = run_dir, workspace, task, base
         self.baseline, self.config, self.events = baseline, config, events
         self.fingerprint = task.fingerprint()
@@ -181,7 +187,7 @@ class Grader:
                 self.events.eval_progress(rec, done, total)
 
         try:
-            outcome = run_evaluation(job, timeout_s=self.config.eval_timeout_s,
+            outcome = self._evaluator(job, timeout_s=self.config.eval_timeout_s,
                                      on_progress=progress)
         except EvalFailed as exc:
             self._finish(rec, status="failed", eval_seconds=round(time.monotonic() - start, 2),

@@ -30,7 +30,8 @@ class Ledger:
         self._lock_path = path.with_suffix(".lock")
         self._thread_lock = threading.RLock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        path.chmod(0o600)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -43,8 +44,12 @@ class Ledger:
 
     def _append_unlocked(self, record: SubmissionRecord) -> None:
         line = record.model_dump_json() + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # A crash tore the previous line; start ours on a fresh line so it stays valid.
+                line = "\n" + line
             os.write(fd, line.encode())
             os.fsync(fd)
         finally:

@@ -112,6 +112,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
     if run_dir.exists():
         raise A2RLError(f"run directory {run_dir} already exists", "use another run id")
     run_dir.mkdir(parents=True)
+    run_dir.chmod(0o700)  # other local users must not read the ledger or held-out outputs
     record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(), config=config,
                        versions=package_versions(), sandboxed=sandbox.sandboxed)
     save = lambda: atomic_write_text(run_dir / "run.json", record.model_dump_json(indent=2))  # noqa: E731

@@ -53,6 +53,7 @@ def main() -> None:
         report_to=[],
         seed=args.seed,
         max_length=256,
+        gradient_checkpointing=False,  # a small model fits; checkpointing only costs time
         use_cpu=not torch.cuda.is_available(),
         bf16=torch.cuda.is_available(),
         disable_tqdm=False,

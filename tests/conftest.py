@@ -1,0 +1,83 @@
+"""Shared fixtures: an isolated $A2RL_HOME per test, the embedded SmolLM2 (converted once and
+cached across test runs), and a tiny random Llama with the SmolLM2 tokenizer for fast loops."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+# Converted models survive between test sessions (the conversion takes ~30 s).
+MODEL_CACHE_HOME = Path(os.environ.get("A2RL_TEST_MODEL_HOME", REPO / ".cache" / "test-home"))
+
+TINY_TASK = {"n_train": 40, "n_heldout": 6, "heldout_seed": 4242}
+
+
+@pytest.fixture(autouse=True)
+def a2rl_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("a2rl-home")
+    monkeypatch.setenv("A2RL_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The real embedded model, resolved through a2rl's own conversion code."""
+    from a2rl.models import resolve_model
+
+    old = os.environ.get("A2RL_HOME")
+    os.environ["A2RL_HOME"] = str(MODEL_CACHE_HOME)
+    try:
+        return resolve_model("smollm2-135m").path
+    finally:
+        if old is None:
+            os.environ.pop("A2RL_HOME", None)
+        else:
+            os.environ["A2RL_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_model(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer random Llama (≈3 M parameters) with the SmolLM2 tokenizer and chat template."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    out = tmp_path_factory.mktemp("tiny-model")
+    tok = AutoTokenizer.from_pretrained(smollm2_dir)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=512, tie_word_embeddings=True,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture
+def model_copy(tiny_model: Path, tmp_path: Path):
+    """Copy a model folder somewhere (optionally into a workspace's output/)."""
+
+    def make(dest: Path, src: Path | None = None) -> Path:
+        shutil.copytree(src or tiny_model, dest)
+        for p in dest.iterdir():
+            p.chmod(0o644)
+        return dest
+
+    return make
+
+
+def perturb(model_dir: Path, scale: float = 0.01) -> None:
+    """Change every floating tensor slightly (a 'trained' model with different weights)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    f = model_dir / "model.safetensors"
+    tensors = load_file(f)
+    gen = torch.Generator().manual_seed(1)
+    tensors = {k: v + scale * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
+               for k, v in tensors.items()}
+    save_file(tensors, f, metadata={"format": "pt"})
