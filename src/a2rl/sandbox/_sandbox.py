@@ -91,7 +91,9 @@ class BwrapSandbox:
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():
                 args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
-        args += ["--chdir", ws, "--"]
+        # bwrap's root is a tmpfs holding the mount points (including the empty parents of the
+        # workspace); make it read-only so nothing outside the workspace and /tmp is writable.
+        args += ["--remount-ro", "/", "--chdir", ws, "--"]
         return args + list(argv)
 
 

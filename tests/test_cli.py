@@ -1,0 +1,78 @@
+"""The command line: fast --help, and bad input named with a fix (exit code 2)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+A2RL = [sys.executable, "-m", "a2rl.cli"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):
+    return subprocess.run([*A2RL, *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def test_import_and_help_do_not_load_torch() -> None:
+    code = ("import sys, a2rl, a2rl.cli; a2rl.__version__; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    start = time.monotonic()
+    out = run_cli("--help")
+    assert out.returncode == 0 and "run" in out.stdout and "demo" in out.stdout
+    assert time.monotonic() - start < 5  # the 0.3 s target is measured in bench/
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--task", "nope"], "unknown task"),
+    (["run", "--agent", "nope"], "unknown agent"),
+    (["run", "--agent", "cmd:"], "needs a command"),
+    (["run", "--model", "./no/such/folder"], "unknown model"),
+    (["run", "--budget", "0"], "budget must be positive"),
+    (["run", "--budget", "-5m"], "duration"),
+    (["run", "--budget", "soon"], "duration"),
+    (["run", "--mode", "yolo"], "unknown mode"),
+    (["run", "--agent-opt", "steps"], "not key=value"),
+    (["run", "--task-opt", "n_heldout=0"], "bad options"),
+    (["runs", "show", "no-such-run"], "no single run"),
+])
+def test_bad_input_is_explained(args: list[str], needle: str, tmp_path: Path) -> None:
+    out = run_cli(*args, "--runs-dir", str(tmp_path)) if args[0] == "run" else run_cli(
+        *args, "--runs-dir", str(tmp_path))
+    assert out.returncode == 2, out.stderr
+    assert needle in out.stderr and "fix:" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unreadable_model_folder(tmp_path: Path) -> None:
+    bad = tmp_path / "model"
+    bad.mkdir()
+    (bad / "config.json").write_text("{}")
+    out = run_cli("run", "--model", str(bad), "--runs-dir", str(tmp_path / "runs"))
+    assert out.returncode == 2 and "model_type" in out.stderr and "fix:" in out.stderr
+
+
+def test_port_in_use(tmp_path: Path, tiny_model: Path) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    port = blocker.getsockname()[1]
+    out = run_cli("run", "--model", str(tiny_model), "--task-opt", "n_heldout=4",
+                  "--task-opt", "n_train=10", "--agent", "cmd:true", "--budget", "30",
+                  "--port", str(port), "--runs-dir", str(tmp_path / "runs"))
+    blocker.close()
+    assert out.returncode == 2 and "already in use" in out.stderr
+    # the failed run is still recorded, with its error
+    (run_json,) = (tmp_path / "runs").glob("*/*/run.json")
+    assert "already in use" in run_json.read_text()
+
+
+def test_runs_list_and_show_empty(tmp_path: Path) -> None:
+    out = run_cli("runs", "list", "--runs-dir", str(tmp_path))
+    assert out.returncode == 0 and "no runs" in out.stdout

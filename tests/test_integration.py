@@ -1,0 +1,140 @@
+"""The whole loop on a real (tiny) model: workspace → sandboxed agent → grader → ledger → run.json.
+Evaluation runs for real in a child process."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from a2rl.runner import RunConfig, RunRecord, run
+from conftest import TINY_TASK
+
+AGENTS = Path(__file__).parent / "agents"
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+
+def script_agent(name: str, *args: str) -> str:
+    """A cmd: agent that materialises a test script into code/ and runs it."""
+    blob = base64.b64encode((AGENTS / name).read_bytes()).decode()
+    quoted = " ".join(f"'{a}'" for a in args)
+    return f"cmd:mkdir -p code && echo {blob} | base64 -d > code/{name} && python code/{name} {quoted}"
+
+
+def config(tmp_path: Path, model: Path, agent: str, **kw) -> RunConfig:
+    base = dict(task="arith", task_params=dict(TINY_TASK), agent=agent, model=str(model),
+                mode="free", budget_s=300, sandbox="bwrap", eval_timeout_s=300, grace_s=2,
+                port=0, runs_dir=str(tmp_path / "runs"))
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def run_dir_of(rec: RunRecord, tmp_path: Path) -> Path:
+    return tmp_path / "runs" / rec.config.task / rec.run_id
+
+
+@needs_bwrap
+def test_full_loop_with_real_evaluation(tmp_path: Path, tiny_model: Path) -> None:
+    rec = run(config(tmp_path, tiny_model, script_agent("honest.py")))
+    rd = run_dir_of(rec, tmp_path)
+    assert rec.status == "finished" and rec.exit_reason == "agent_exited"
+    assert rec.agent_exit_code == 0 and rec.sandboxed
+    assert rec.baseline is not None and rec.baseline.n_items == TINY_TASK["n_heldout"]
+    statuses = [(s.model_path, s.status, s.cached) for s in rec.submissions]
+    assert statuses == [("output/v1", "scored", False), ("output/v1-again", "scored", True),
+                        ("output/base-copy", "baseline_copy", False)]
+    assert rec.submissions[2].score == rec.baseline.score
+    assert all(s.artifact_hash for s in rec.submissions)
+    assert rec.model is not None and rec.submissions[2].artifact_hash == rec.model.content_hash
+    # records outside the workspace
+    on_disk = RunRecord.model_validate_json((rd / "run.json").read_text())
+    assert on_disk.best == rec.best and len(on_disk.submissions) == 3
+    details = (rd / "evals" / "s0001" / "details.jsonl").read_text().splitlines()
+    assert len(details) == TINY_TASK["n_heldout"]
+    assert "SUBMIT output/v1" in (rd / "agent" / "transcript.log").read_text()
+    assert (rd / "baseline.json").exists() and (rd / "grader.log").exists()
+    # and nothing held out inside it
+    ws = rd / "workspace"
+    held = [json.loads(line)["answer"] for line in details]
+    prompts = [json.loads(line)["prompt"] for line in details]
+    text = "".join(p.read_text(errors="ignore") for p in ws.rglob("*")
+                   if p.is_file() and p.suffix != ".safetensors" and "model" not in p.parts)
+    assert not any(p.split("<|im_start|>user\n")[-1].split("\n")[0] in text for p in prompts)
+    assert held  # (answers are short numbers; the prompts are the identifying part)
+    assert (ws / "code" / "honest.py").exists()
+
+
+@needs_bwrap
+def test_adversarial_agent_gets_nothing(tmp_path: Path, tiny_model: Path, a2rl_home: Path) -> None:
+    # The run id is fixed so the adversary can aim at the real run directory.
+    from a2rl.runner._run import run as run_fn
+
+    # Runs normally live outside /tmp (./runs); /tmp is the sandbox's private tmpfs, where
+    # the adversary's writes would land harmlessly but look like successes.
+    import uuid
+
+    from conftest import REPO
+
+    outside_tmp = REPO / ".cache" / "test-runs" / uuid.uuid4().hex[:8]
+    run_id = "adversary-run"
+    rd = outside_tmp / "runs" / "arith" / run_id
+    agent = script_agent("adversary.py", str(rd), str(a2rl_home))
+    rec = run_fn(config(outside_tmp, tiny_model, agent), run_id=run_id)
+    lines = [json.loads(line) for line in (rd / "agent" / "transcript.log").read_text()
+             .splitlines() if line.startswith('{"attempt"')]
+    assert len(lines) >= 25, lines
+    leaked = [line for line in lines if line["outcome"] != "blocked"]
+    assert not leaked, leaked
+    # the ledger holds only the rejected attempts: no score, no forged line
+    assert rec.submissions and all(s.status == "rejected" and s.score is None
+                                   for s in rec.submissions)
+    assert rec.best is None
+    history = (rd / "ledger.jsonl").read_text()
+    assert "forged" not in history and '"score": 100' not in history
+    assert not (rd / "scores.json").exists()
+    assert json.loads((rd / "workspace" / "model" / "config.json").read_text())["model_type"]
+    from a2rl.workspace import remove_workspace_tree
+
+    remove_workspace_tree(outside_tmp)
+
+
+@needs_bwrap
+def test_budget_is_enforced(tmp_path: Path, tiny_model: Path) -> None:
+    rec = run(config(tmp_path, tiny_model, "cmd:trap '' TERM; sleep 600", budget_s=3,
+                     grace_s=1))
+    assert rec.exit_reason == "budget_exhausted"
+    assert rec.timings.agent_s < 15
+    assert rec.status == "finished"
+
+
+def test_no_sandbox_is_recorded(tmp_path: Path, tiny_model: Path) -> None:
+    rec = run(config(tmp_path, tiny_model, "cmd:./timer.sh", sandbox="none"))
+    assert rec.sandboxed is False and rec.config.sandbox == "none"
+    assert rec.agent_exit_code == 0
+    assert "Remaining:" in (run_dir_of(rec, tmp_path) / "agent" / "transcript.log").read_text()
+
+
+@needs_bwrap
+def test_baseline_is_cached_and_not_charged(tmp_path: Path, tiny_model: Path) -> None:
+    first = run(config(tmp_path, tiny_model, "cmd:true"))
+    second = run(config(tmp_path, tiny_model, "cmd:true"))
+    assert first.baseline and second.baseline
+    assert not first.baseline.cached and second.baseline.cached
+    assert second.baseline.score == first.baseline.score
+    # the agent's clock started after the baseline
+    assert first.timings.agent_s < first.timings.baseline_s + first.timings.agent_s
+
+
+@needs_bwrap
+def test_reference_agent_pipeline_on_tiny_model(tmp_path: Path, tiny_model: Path) -> None:
+    rec = run(config(tmp_path, tiny_model, "reference",
+                     agent_options={"steps": "2", "batch_size": "4", "max_train": "16"}))
+    rd = run_dir_of(rec, tmp_path)
+    assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, \
+        (rd / "agent" / "transcript.log").read_text()[-3000:]
+    assert [s.model_path for s in rec.submissions] == ["output/v1", "output/v2"]
+    assert all(s.status == "scored" for s in rec.submissions)
+    assert (rd / "workspace" / "code" / "train_sft.py").exists()

@@ -1,0 +1,110 @@
+"""The embedded task's splits and answer format, and the workspace the agent gets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from a2rl import A2RLError
+from a2rl.models import resolve_model
+from a2rl.tasks import get_task, list_tasks
+from a2rl.tasks.arith import extract_answer
+from a2rl.workspace import build_workspace, render_instructions
+from conftest import TINY_TASK
+
+
+def test_default_split_sizes_and_disjointness(a2rl_home: Path) -> None:
+    task = get_task("arith")
+    held = task.heldout_items()
+    train = task.train_items()
+    assert len(held) >= 100
+    held_q = [e["question"] for e in held]
+    train_q = [e["question"] for e in train]
+    assert len(set(held_q)) == len(held_q) and len(set(train_q)) == len(train_q)
+    assert not set(held_q) & set(train_q)
+
+
+def test_heldout_seed_is_an_installation_secret(a2rl_home: Path) -> None:
+    task = get_task("arith")
+    secret = a2rl_home / "secrets" / "arith-heldout-seed"
+    assert int(secret.read_text()) == task.params.heldout_seed
+    assert secret.stat().st_mode & 0o077 == 0
+    assert get_task("arith").fingerprint() == task.fingerprint()  # stable per installation
+    fixed = get_task("arith", {"heldout_seed": 7})
+    assert fixed.heldout_items() == get_task("arith", {"heldout_seed": 7}).heldout_items()
+    assert fixed.fingerprint() != task.fingerprint()
+
+
+def test_bad_task_options() -> None:
+    with pytest.raises(A2RLError, match="bad options"):
+        get_task("arith", {"n_heldout": 0})
+    with pytest.raises(A2RLError, match="bad options"):
+        get_task("arith", {"no_such_option": 1})
+    with pytest.raises(A2RLError, match="unknown task"):
+        get_task("gsm9k")
+    assert "arith" in list_tasks()
+
+
+@pytest.mark.parametrize("completion, expected", [
+    ("42", "42"), (" 42.\n", "42"), ("42\nbecause", "42"), ("<answer>17</answer>", "17"),
+    ("The answer is <answer> -3 </answer>.", "-3"), ("", ""), ("<answer>5", "<answer>5"),
+])
+def test_extract_answer(completion: str, expected: str) -> None:
+    assert extract_answer(completion) == expected
+
+
+def test_scoring_is_exact(a2rl_home: Path) -> None:
+    task = get_task("arith", TINY_TASK)
+    item = task.heldout_items()[0]
+    assert task.score_completion(item, item["answer"]).score == 1.0
+    assert task.score_completion(item, f"The answer is {item['answer']}").score == 0.0
+
+
+def test_workspace_layout_and_isolation(tmp_path: Path, tiny_model: Path) -> None:
+    task = get_task("arith", TINY_TASK)
+    base = resolve_model(str(tiny_model))
+    ws = build_workspace(tmp_path / "run" / "workspace", task=task, base=base, mode="free",
+                         budget_s=3600, description=task.description(chat_preview=None))
+    names = sorted(p.name for p in ws.root.iterdir())
+    assert names == ["code", "data", "description.md", "instructions.md", "model", "output",
+                     "timer.sh"]
+    # a copy, not a link into the cache
+    for f in ws.model_dir.iterdir():
+        assert not f.is_symlink()
+        assert f.stat().st_ino != (tiny_model / f.name).stat().st_ino
+        assert not os.access(f, os.W_OK) or os.geteuid() == 0
+        assert not f.stat().st_mode & 0o222
+    assert not ws.model_dir.stat().st_mode & 0o222
+    # nothing held out anywhere in the workspace
+    blob = "".join(p.read_text(errors="ignore") for p in ws.root.rglob("*")
+                   if p.is_file() and ws.model_dir not in p.parents)
+    for item in task.heldout_items():
+        assert item["question"] not in blob
+    assert str(task.params.heldout_seed) not in blob
+    rows = [json.loads(line) for line in (ws.data_dir / "train.jsonl").open()]
+    assert len(rows) == TINY_TASK["n_train"]
+    assert set(rows[0]) == {"id", "question", "answer", "prompt"}
+
+
+def test_instructions_per_mode() -> None:
+    free = render_instructions("free", budget_s=5400, workspace=Path("/w"))
+    sft = render_instructions("sft-only", budget_s=5400, workspace=Path("/w"))
+    rl = render_instructions("rl-oriented", budget_s=5400, workspace=Path("/w"))
+    assert "1 h 30 min" in free and "$A2RL_GRADER_URL/submit" in free
+    assert "not allowed" in sft and "GRPO" in rl and free != sft != rl
+    with pytest.raises(A2RLError, match="unknown mode"):
+        render_instructions("yolo", budget_s=1, workspace=Path("/w"))
+
+
+def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
+    from a2rl.inference._chat import load_tokenizer, render_chat
+
+    tok = load_tokenizer(tiny_model)
+    task = get_task("arith", TINY_TASK)
+    text = task.description(chat_preview=lambda m: render_chat(tok, m))
+    first = task.train_items()[0]
+    assert "<|im_start|>user" in text and first["question"] in text
+    assert "greedy" in text and "generation_config.json" in text
