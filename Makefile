@@ -1,0 +1,34 @@
+# Set-up and the two commands of the README. Everything installs into .venv from scratch.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# CPU build by default (a local wheel on the project's machines). On a GPU box install the
+# torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install demo test bench lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile scripts/ensure-bwrap.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
+	$(BIN)/pip install -e ".[dev]"
+	bash scripts/ensure-bwrap.sh
+	touch $@
+
+demo: install
+	$(BIN)/a2rl demo
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python bench/cli_startup.py
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy src
+
+clean:
+	rm -rf $(VENV) .cache runs

@@ -1,0 +1,32 @@
+"""The reference agent on the real embedded SmolLM2-135M, end to end (minutes on 2 CPU cores).
+
+This is `a2rl demo` with a shorter budget: the base model is scored on the default held-out set,
+the sandboxed reference agent fine-tunes with TRL and submits, and the best submission must beat
+the baseline."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from a2rl.runner import RunConfig, run
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> None:
+    cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129}, agent="reference",
+                    agent_options={"steps": "30", "variant": "none"}, model=str(smollm2_dir),
+                    mode="free", budget_s=600, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
+                    port=0, runs_dir=str(tmp_path / "runs"))
+    rec = run(cfg)
+    rd = tmp_path / "runs" / "arith" / rec.run_id
+    transcript = (rd / "agent" / "transcript.log").read_text()
+    assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
+    assert rec.baseline is not None and rec.best is not None
+    assert 0 < rec.baseline.score < 30  # low but not zero, as the task was chosen to be
+    assert rec.best.score > rec.baseline.score + 10, (rec.baseline.score, rec.best.score)
+    assert rec.submissions[0].status == "scored" and not rec.submissions[0].cached
+    assert "SFT:" in transcript and (rd / "workspace" / "code" / "train_sft.py").exists()
