@@ -26,7 +26,7 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     transcript = (rd / "agent" / "transcript.log").read_text()
     assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
     assert rec.baseline is not None and rec.best is not None
-    assert 0 < rec.baseline.score < 30  # low but not zero, as the task was chosen to be
+    assert 0 < rec.baseline.score < 50  # low but not zero, as the task was chosen to be
     assert rec.best.score > rec.baseline.score + 10, (rec.baseline.score, rec.best.score)
     assert rec.submissions[0].status == "scored" and not rec.submissions[0].cached
     assert "SFT:" in transcript and (rd / "workspace" / "code" / "train_sft.py").exists()

@@ -11,7 +11,7 @@ import pytest
 from a2rl import A2RLError
 from a2rl.models import resolve_model
 from a2rl.tasks import get_task, list_tasks
-from a2rl.tasks.arith import extract_answer
+from a2rl.tasks.arith import extract_answer, extract_answer_flexible
 from a2rl.workspace import build_workspace, render_instructions
 from conftest import TINY_TASK
 
@@ -56,11 +56,24 @@ def test_extract_answer(completion: str, expected: str) -> None:
     assert extract_answer(completion) == expected
 
 
-def test_scoring_is_exact(a2rl_home: Path) -> None:
+@pytest.mark.parametrize("completion, expected", [
+    ("19", "19"), ("12 + 7 = 19", "19"), ("The answer is -5.", "-5"), ("none", "none"),
+    ("3.5 apples", "3.5"), ("<answer>4</answer> not 5", "4"),
+])
+def test_extract_answer_flexible(completion: str, expected: str) -> None:
+    assert extract_answer_flexible(completion) == expected
+
+
+def test_scoring_is_exact_after_extraction(a2rl_home: Path) -> None:
     task = get_task("arith", TINY_TASK)
     item = task.heldout_items()[0]
-    assert task.score_completion(item, item["answer"]).score == 1.0
-    assert task.score_completion(item, f"The answer is {item['answer']}").score == 0.0
+    ans = item["answer"]
+    exact = task.score_completion(item, ans)
+    assert exact.score == 1.0 and exact.metrics == {"strict": 1.0, "flexible": 1.0}
+    sentence = task.score_completion(item, f"The answer is {ans}.")
+    assert sentence.score == 1.0 and sentence.metrics["strict"] == 0.0
+    assert task.score_completion(item, f"{ans}0").score == 0.0
+    assert task.score_completion(item, f"{ans} or maybe 1000").score == 0.0
 
 
 def test_workspace_layout_and_isolation(tmp_path: Path, tiny_model: Path) -> None:

@@ -18,6 +18,8 @@ class ItemVerdict(BaseModel):
     """0..1 for this item."""
     extracted: str
     """The answer the scorer read out of the completion."""
+    metrics: dict[str, float] = {}
+    """Per-item values of secondary metrics (averaged ×100 into EvalOutcome.metrics)."""
 
 
 class StaticTextTask(Task):
@@ -51,12 +53,16 @@ class StaticTextTask(Task):
         engine.close()
         details = []
         total = 0.0
+        sums: dict[str, float] = {}
         for item, prompt, completion in zip(items, prompts, completions, strict=True):
             verdict = self.score_completion(item, completion)
             total += verdict.score
+            for key, value in verdict.metrics.items():
+                sums[key] = sums.get(key, 0.0) + value
             details.append({"prompt": prompt, "completion": completion,
                             "extracted": verdict.extracted, "answer": item.get("answer"),
-                            "score": verdict.score})
-        score = 100.0 * total / max(1, len(items))
-        return EvalOutcome(score=round(score, 4), n_items=len(items), details=details,
-                           metrics={"accuracy": score})
+                            "score": verdict.score, **verdict.metrics})
+        n = max(1, len(items))
+        metrics = {k: round(100.0 * v / n, 4) for k, v in sums.items()}
+        return EvalOutcome(score=round(100.0 * total / n, 4), n_items=len(items),
+                           details=details, metrics=metrics)

@@ -9,6 +9,7 @@ so the agent cannot regenerate its test items from a2rl's source.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -41,8 +42,11 @@ class ArithParams(TaskParams):
     """Seed of the held-out set; None = this installation's secret seed."""
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
 def extract_answer(completion: str) -> str:
-    """The answer the evaluator reads: inside <answer>…</answer> if present, else the first line."""
+    """Strict extraction: inside <answer>…</answer> if present, else the first line."""
     text = completion.strip()
     if "<answer>" in text and "</answer>" in text.split("<answer>", 1)[1]:
         text = text.split("<answer>", 1)[1].split("</answer>", 1)[0]
@@ -52,11 +56,21 @@ def extract_answer(completion: str) -> str:
     return text[:-1].strip() if text.endswith(".") else text
 
 
+def extract_answer_flexible(completion: str) -> str:
+    """Flexible extraction (the scored one): the strict answer when it is a plain number,
+    otherwise the last number in it ("12 + 7 = 19" → "19", "The answer is 5." → "5")."""
+    strict = extract_answer(completion)
+    if _NUMBER.fullmatch(strict):
+        return strict
+    numbers = _NUMBER.findall(strict)
+    return numbers[-1] if numbers else strict
+
+
 class ArithTask(StaticTextTask):
     name = "arith"
     level = "L1"
     reward_kind = "rule"
-    version = "1"
+    version = "2"
     Params = ArithParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=16)
     params: ArithParams
@@ -119,11 +133,13 @@ class ArithTask(StaticTextTask):
         return [{"role": "user", "content": self.user_message(item["question"])}]
 
     def score_completion(self, item: dict[str, Any], completion: str) -> ItemVerdict:
-        extracted = extract_answer(completion)
-        raw = float(self._dataset.score_answer(extracted, item))
         # The verifier gives partial credit when the answer merely contains the oracle; the
-        # benchmark score counts exact answers only.
-        return ItemVerdict(score=1.0 if raw >= 1.0 else 0.0, extracted=extracted)
+        # benchmark counts exact answers only (verifier score 1.0) after flexible extraction.
+        strict = extract_answer(completion)
+        flexible = extract_answer_flexible(completion)
+        exact = lambda ans: 1.0 if float(self._dataset.score_answer(ans, item)) >= 1.0 else 0.0  # noqa: E731
+        return ItemVerdict(score=exact(flexible), extracted=flexible,
+                           metrics={"strict": exact(strict), "flexible": exact(flexible)})
 
     def write_train_data(self, data_dir: Path) -> list[Path]:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -166,9 +182,12 @@ evaluator sends for that question). You may generate more training data yourself
 - Decoding: greedy, at most {g.max_new_tokens} new tokens, stop at the end-of-turn token.
   Generation settings in your submission (`generation_config.json`) are ignored.
 - Answer extraction: the completion is stripped; if it contains `<answer>…</answer>` the text
-  inside is used, otherwise the first line. A trailing period is dropped.
-- An item is correct when the extracted text equals the expected answer exactly (reasoning-gym's
-  verifier scoring 1.0). Score = 100 × correct / {self.params.n_heldout}.
+  inside is used, otherwise the first line; a trailing period is dropped. If what remains is
+  not a plain number, the last number in it is used (`12 + 7 = 19` → `19`).
+- An item is correct when the extracted answer equals the expected answer exactly
+  (reasoning-gym's verifier scoring 1.0). Score = 100 × correct / {self.params.n_heldout}.
+  (A stricter variant that requires the first line to be exactly the answer is reported too,
+  but not scored.)
 
 Example: for `{example['question']}` the expected completion is `{example['answer']}`.
 """
