@@ -70,12 +70,11 @@ def test_full_loop_with_real_evaluation(tmp_path: Path, tiny_model: Path) -> Non
 @needs_bwrap
 def test_adversarial_agent_gets_nothing(tmp_path: Path, tiny_model: Path, a2rl_home: Path) -> None:
     # The run id is fixed so the adversary can aim at the real run directory.
-    from a2rl.runner._run import run as run_fn
-
     # Runs normally live outside /tmp (./runs); /tmp is the sandbox's private tmpfs, where
     # the adversary's writes would land harmlessly but look like successes.
     import uuid
 
+    from a2rl.runner._run import run as run_fn
     from conftest import REPO
 
     outside_tmp = REPO / ".cache" / "test-runs" / uuid.uuid4().hex[:8]

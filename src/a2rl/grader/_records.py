@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 SubmissionStatus = Literal["pending", "scored", "baseline_copy", "failed", "rejected", "interrupted"]
 VALID_STATUSES: tuple[SubmissionStatus, ...] = ("scored", "baseline_copy")

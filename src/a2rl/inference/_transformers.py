@@ -25,7 +25,7 @@ class TransformersEngine:
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         self.model = AutoModelForCausalLM.from_pretrained(
             str(model_dir), dtype=dtype, trust_remote_code=False, use_safetensors=True
-        ).to(self.device)
+        ).to(self.device)  # type: ignore[arg-type]
         self.model.eval()
         # Whatever generation_config.json the checkpoint carries is replaced: decoding is the
         # caller's decision (the task's, for evaluation).

@@ -23,7 +23,6 @@ from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import AgentContext, get_agent
 from a2rl.grader import (
-
     Grader,
     GraderConfig,
     GraderServer,

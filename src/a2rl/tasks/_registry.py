@@ -12,6 +12,8 @@ from a2rl.tasks._task import Task, TaskSpec
 # name -> "module:Class". Imported lazily so `import a2rl` stays light.
 BUILTIN_TASKS: dict[str, str] = {
     "arith": "a2rl.tasks.arith:ArithTask",
+    "gsm8k": "a2rl.tasks.gsm8k:GSM8KTask",
+    "humaneval": "a2rl.tasks.humaneval:HumanEvalTask",
 }
 DEFAULT_TASK = "arith"
 

@@ -9,14 +9,41 @@ training sees the same format as evaluation.
 import argparse
 import json
 import os
+import sys
+import time
+import warnings
 
 import torch
 from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+from transformers.trainer_callback import PrinterCallback
 from trl import SFTConfig, SFTTrainer
 
 
+class LineProgress(TrainerCallback):
+    """One line per logging step: readable in a transcript (a redrawn bar is not)."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            rate = (time.monotonic() - self.start) / max(1, state.global_step)
+            print(f"step {state.global_step}/{state.max_steps}  loss {float(logs['loss']):.4f}  "
+                  f"lr {float(logs.get('learning_rate', 0)):.2e}  {rate:.1f} s/step", flush=True)
+
+
+def progress_callback() -> TrainerCallback:
+    if sys.stdout.isatty():  # run by hand: a live Rich bar
+        from trl.trainer.callbacks import RichProgressCallback
+
+        return RichProgressCallback()
+    return LineProgress()
+
+
 def main() -> None:
+    # transformers 5 renames gradient_checkpointing; TRL still sets the old name.
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--data", required=True)
@@ -56,13 +83,14 @@ def main() -> None:
         gradient_checkpointing=False,  # a small model fits; checkpointing only costs time
         use_cpu=not torch.cuda.is_available(),
         bf16=torch.cuda.is_available(),
-        disable_tqdm=False,
+        disable_tqdm=True,
         dataloader_num_workers=0,
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset,
-                         processing_class=tokenizer)
+                         processing_class=tokenizer, callbacks=[progress_callback()])
+    trainer.remove_callback(PrinterCallback)  # LineProgress already reports each log step
     trainer.train()
-    trainer.model.save_pretrained(args.out)
+    model.save_pretrained(args.out)  # trained in place by the trainer
     tokenizer.save_pretrained(args.out)
     with open(os.path.join(args.out, "a2rl_train_args.json"), "w") as fh:
         json.dump({**vars(args), "method": "sft", "library": "trl.SFTTrainer"}, fh, indent=2)
