@@ -65,6 +65,20 @@ def test_full_loop_with_real_evaluation(tmp_path: Path, tiny_model: Path) -> Non
     assert not any(p.split("<|im_start|>user\n")[-1].split("\n")[0] in text for p in prompts)
     assert held  # (answers are short numbers; the prompts are the identifying part)
     assert (ws / "code" / "honest.py").exists()
+    # the harness recorded the code at each submission and indexed the models
+    from a2rl.recording import read_artifacts, read_snapshots, snapshot_files
+
+    snaps = read_snapshots(rd)
+    assert [s.tag for s in snaps][:3] == ["s0001", "s0002", "s0003"] and snaps[-1].tag == "final"
+    files = snapshot_files(rd, snaps[0].commit)
+    assert "code/honest.py" in files and "SUBMIT" in files["code/honest.py"]
+    large = json.loads(files["LARGE_FILES.json"])
+    assert {"output/v1/model.safetensors", "output/v1/tokenizer.json"} <= {f["path"] for f in large}
+    assert not any(name.startswith(("model/", "data/")) for name in files)
+    arts = {a.path: a for a in read_artifacts(rd)}
+    assert set(arts) >= {"output/v1", "output/v1-again", "output/base-copy"}
+    assert arts["output/base-copy"].weights_hash == rec.model.content_hash
+    assert arts["output/v1"].weights_hash == rec.submissions[0].artifact_hash
 
 
 @needs_bwrap
@@ -137,3 +151,18 @@ def test_reference_agent_pipeline_on_tiny_model(tmp_path: Path, tiny_model: Path
     assert [s.model_path for s in rec.submissions] == ["output/v1", "output/v2"]
     assert all(s.status == "scored" for s in rec.submissions)
     assert (rd / "workspace" / "code" / "train_sft.py").exists()
+    # the harness's own analysis of the run
+    from a2rl.analysis import RunAnalysis
+
+    analysis = RunAnalysis.model_validate_json((rd / "analysis.json").read_text())
+    assert analysis.route == "SFT-only" and analysis.methods_attempted == ["SFT"]
+    assert [it.training_type for it in analysis.iterations] == ["SFT-only"] * 3
+    assert analysis.iterations[0].scripts == ["code/train_sft.py"]
+    assert analysis.iterations[0].config["steps"] == 2 and analysis.iterations[0].config["lr"] == 1e-4
+    assert [(e.path, e.stage, e.data_source) for e in analysis.experiments] == [
+        ("output/v1", "from base", "curated"), ("output/v2", "from checkpoint", "curated")]
+    assert analysis.strategy_changes == 1 and analysis.change_rate == 1.0
+    assert analysis.metrics.submissions == 2 and analysis.metrics.model_versions == 2
+    lines = (rd / "summary.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and '"submission_id":null' in lines[-1].replace(" ", "")
+    assert "## Iteration 1 — s0001" in (rd / "summary.md").read_text()

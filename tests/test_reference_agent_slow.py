@@ -18,7 +18,7 @@ from a2rl.runner import RunConfig, run
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> None:
     cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129}, agent="reference",
-                    agent_options={"steps": "30", "variant": "none"}, model=str(smollm2_dir),
+                    agent_options={"steps": "40"}, model=str(smollm2_dir),
                     mode="free", budget_s=600, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
                     port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(cfg)
@@ -27,6 +27,17 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
     assert rec.baseline is not None and rec.best is not None
     assert 0 < rec.baseline.score < 50  # low but not zero, as the task was chosen to be
-    assert rec.best.score > rec.baseline.score + 10, (rec.baseline.score, rec.best.score)
-    assert rec.submissions[0].status == "scored" and not rec.submissions[0].cached
+    assert rec.best.score > rec.baseline.score, (rec.baseline.score, rec.best.score)
+    assert [s.status for s in rec.submissions] == ["scored", "scored"]
+    # after SFT the model answers in the required format: the strict metric (first line is
+    # exactly the answer) is 0 for the base model and close to the score afterwards
+    import json
+
+    best_eval = json.loads((rd / "evals" / rec.best.submission_id / "outcome.json").read_text())
+    assert rec.baseline.metrics["strict"] < 5 < best_eval["metrics"]["strict"]
+    # the second stage started from the first
+    from a2rl.recording import read_artifacts
+
+    lineage = {a.path: a.parent for a in read_artifacts(rd)}
+    assert lineage["output/v2"] == "output/v1"
     assert "SFT:" in transcript and (rd / "workspace" / "code" / "train_sft.py").exists()

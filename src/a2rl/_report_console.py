@@ -39,14 +39,15 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     console.print(head)
     if record.submissions:
         table = Table(title="submissions")
-        for col in ("id", "at (s)", "model_path", "status", "score", "Δ baseline", "eval s",
-                    "note"):
-            table.add_column(col)
+        for col in ("id", "at (s)", "model_path", "status", "score", "Δ", "eval s"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("note", overflow="fold")
         for s in record.submissions:
-            note = s.error or ("cached from " + s.cached_from if s.cached_from else "")
+            note = ("cached from " + s.cached_from if s.cached_from else
+                    "" if s.valid else (s.error or "").split("\n")[0])
             table.add_row(s.id, _fmt(s.elapsed_s), s.model_path, s.status, _fmt(s.score),
                           "—" if s.improvement is None else f"{s.improvement:+.2f}",
-                          _fmt(s.eval_seconds), (note or "")[:60])
+                          _fmt(s.eval_seconds), note[:120])
         console.print(table)
 
 

@@ -103,9 +103,9 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
 
 @app.command()
 def demo(
-    budget: Annotated[str, typer.Option(help="Agent budget.")] = "8m",
+    budget: Annotated[str, typer.Option(help="Agent budget.")] = "7m",
     runs_dir: RunsDir = None,
-    steps: Annotated[int, typer.Option(help="SFT steps per variant.")] = 60,
+    steps: Annotated[int, typer.Option(help="SFT steps per stage.")] = 50,
 ) -> None:
     """The whole loop offline on CPU: embedded task + SmolLM2-135M + the reference agent."""
     from a2rl.runner import RunRecord
@@ -138,18 +138,53 @@ def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run 
     """Everything recorded about one run."""
     from rich.console import Console
 
-    from a2rl._errors import A2RLError
     from a2rl._report_console import show_run
     from a2rl.runner import load_run
 
-    path = Path(run)
-    if not (path / "run.json").exists():
-        matches = sorted(_runs_dir(runs_dir).glob(f"*/{run}*/run.json"))
-        if len(matches) != 1:
-            raise A2RLError(f"no single run matches {run!r} ({len(matches)} found)",
-                            "run `a2rl runs list` and pass a full run id or a run directory")
-        path = matches[0].parent
+    path = _find_run(run, runs_dir)
     show_run(load_run(path), Console(), path)
+
+
+def _find_run(run: str, runs_dir: Path | None) -> Path:
+    from a2rl._errors import A2RLError
+
+    path = Path(run)
+    if (path / "run.json").exists():
+        return path
+    matches = sorted(_runs_dir(runs_dir).glob(f"*/{run}*/run.json"))
+    if len(matches) != 1:
+        raise A2RLError(f"no single run matches {run!r} ({len(matches)} found)",
+                        "run `a2rl runs list` and pass a full run id or a run directory")
+    return matches[0].parent
+
+
+@app.command()
+def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
+            runs_dir: RunsDir = None) -> None:
+    """(Re)compute summary.md, summary.jsonl and analysis.json of a run from its records."""
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl.analysis import analyze_run
+    from a2rl.runner import load_run
+    from a2rl.tasks import get_task
+
+    path = _find_run(run, runs_dir)
+    record = load_run(path)
+    heldout = None
+    if record.task is not None:
+        try:
+            heldout = get_task(record.task.name, record.task.params).heldout_items()
+        except A2RLError as exc:  # e.g. a hub task analysed offline
+            Console(stderr=True).print(f"[yellow]held-out items unavailable ({exc.message}); "
+                                       "contamination is not checked[/]")
+    analysis = analyze_run(path, heldout=heldout)
+    console = Console()
+    console.print(f"route {analysis.route}; methods {', '.join(analysis.methods_attempted) or 'none'}; "
+                  f"{len(analysis.findings)} finding(s)")
+    for f in analysis.findings:
+        console.print(f"  [{f.severity}] {f.kind}: {f.message}", highlight=False)
+    console.print(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, {path / 'analysis.json'}")
 
 
 @app.command("tasks")

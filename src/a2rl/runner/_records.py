@@ -39,6 +39,8 @@ class RunConfig(BaseModel):
     """Grader port (0 = a free one)."""
     runs_dir: str
     """Parent folder of runs/<task>/<run_id>/."""
+    snapshot_every_s: float = 300.0
+    """Period of code snapshots between submissions (each submission also takes one)."""
 
 
 class TaskInfo(BaseModel):

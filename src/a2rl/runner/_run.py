@@ -30,10 +30,11 @@ from a2rl.grader import (
     score_baseline,
 )
 from a2rl.models import resolve_model
+from a2rl.recording import RunRecorder
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess
 from a2rl.sandbox import get_sandbox
-from a2rl.tasks import get_task
+from a2rl.tasks import Task, get_task
 from a2rl.workspace import build_workspace, check_mode
 
 _VERSIONED = ("a2rl", "torch", "transformers", "trl", "accelerate", "datasets", "reasoning-gym",
@@ -61,15 +62,19 @@ def _progress(console: Console) -> Progress:
                     TimeRemainingColumn(), console=console, transient=True)
 
 
-class _ConsoleEvents:
-    """Shows submissions and evaluation progress while the agent works."""
+class _RunEvents:
+    """Shows submissions and evaluation progress while the agent works, and snapshots the
+    agent's code and models at each submission."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
+        self.recorder: RunRecorder | None = None
         self._bars: dict[str, object] = {}
 
     def submission_received(self, record: SubmissionRecord) -> None:
         self.progress.console.print(f"[cyan]→ {record.id}[/] submitted {record.model_path}")
+        if self.recorder is not None:
+            self.recorder.record(record.id)
 
     def eval_progress(self, record: SubmissionRecord, done: int, total: int) -> None:
         bar = self._bars.get(record.id)
@@ -153,7 +158,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                                   f" ({baseline.eval_seconds:.0f} s)"))
 
         with _progress(console) as progress:
-            events = _ConsoleEvents(progress)
+            events = _RunEvents(progress)
             grader = Grader(run_dir, ws.root, task, base, baseline,
                             GraderConfig(budget_s=config.budget_s,
                                          eval_timeout_s=config.eval_timeout_s), events=events)
@@ -169,7 +174,10 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
             record.agent_started_at = utcnow()
             save()
             agent_bar = progress.add_task("agent working (budget)", total=config.budget_s)
+            recorder = events.recorder = RunRecorder(run_dir, ws.root, grader.elapsed,
+                                                     every_s=config.snapshot_every_s)
             grader.start_clock()
+            recorder.start()
             t1 = time.monotonic()
             proc = AgentProcess(argv, env=agent.environment(ctx), cwd=ws.root,
                                 transcript=run_dir / "agent" / "transcript.log",
@@ -182,6 +190,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                 tick=lambda: progress.update(agent_bar, completed=grader.elapsed()))
             proc.close()
             grader.stop_accepting()
+            recorder.stop()
             record.timings.agent_s = round(time.monotonic() - t1, 2)
             record.exit_reason, record.agent_exit_code = reason, code
             progress.remove_task(agent_bar)
@@ -215,7 +224,22 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         record.ended_at = utcnow()
         record.timings.total_s = round(time.monotonic() - started, 2)
         save()
+        if record.agent_started_at is not None:
+            _analyze_quietly(run_dir, task, console)
     return record
+
+
+def _analyze_quietly(run_dir: Path, task: Task, console: Console) -> None:
+    """Per-run analysis at the end of every run; a failure here never loses the run record."""
+    from a2rl.analysis import analyze_run
+
+    try:
+        analysis = analyze_run(run_dir, heldout=task.heldout_items())
+        console.print(f"analysis: route {analysis.route}; {len(analysis.findings)} audit finding(s); "
+                      f"see {run_dir / 'summary.md'}")
+    except Exception as exc:  # analysis is diagnostics: report and go on
+        console.print(f"[yellow]analysis failed ({type(exc).__name__}: {exc}); "
+                      f"rerun with `a2rl analyze {run_dir}`[/]")
 
 
 def load_run(path: Path) -> RunRecord:

@@ -1,6 +1,11 @@
 """The reference agent's pipeline (runs inside the sandbox, in the workspace).
 
-    python -m a2rl.agents.reference_agent [--steps N] [--lr X] [--lr2 Y] [--variant lr|none]
+    python -m a2rl.agents.reference_agent [--steps N] [--lr X] [--lr2 Y]
+                                          [--variant continue|lr|none]
+
+v1: SFT from the base model. v2 (the variant): `continue` trains a second stage from v1 at
+lr2 (the default: on the embedded task the model keeps improving with more steps), `lr`
+trains from the base model again with lr2, `none` stops after v1.
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ def grader(method: str, path: str, body: dict | None = None) -> dict:
         return {"http_error": exc.code, "detail": exc.read().decode(errors="replace")}
 
 
-def train(script: Path, out: str, lr: float, args: argparse.Namespace) -> bool:
-    cmd = [sys.executable, str(script), "--model", os.environ["MODEL_PATH"],
+def train(script: Path, init: str, out: str, lr: float, args: argparse.Namespace) -> bool:
+    cmd = [sys.executable, str(script), "--model", init,
            "--data", str(Path(os.environ["DATA_PATH"]) / "train.jsonl"), "--out", out,
            "--lr", str(lr), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
            "--max-train", str(args.max_train)]
@@ -49,10 +54,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--lr2", type=float, default=3e-5)
+    ap.add_argument("--lr2", type=float, default=1e-4)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-train", type=int, default=0)
-    ap.add_argument("--variant", choices=["lr", "none"], default="lr")
+    ap.add_argument("--variant", choices=["continue", "lr", "none"], default="continue")
     args = ap.parse_args()
 
     status = grader("GET", "/status")
@@ -65,15 +70,23 @@ def main() -> int:
     log(f"wrote {script}")
 
     started = time.monotonic()
-    plan = [("output/v1", args.lr)] + ([("output/v2", args.lr2)] if args.variant == "lr" else [])
-    for i, (out, lr) in enumerate(plan):
+    base = os.environ["MODEL_PATH"]
+    plan = [(base, "output/v1", args.lr)]
+    if args.variant == "continue":
+        plan.append(("output/v1", "output/v2", args.lr2))
+    elif args.variant == "lr":
+        plan.append((base, "output/v2", args.lr2))
+    for i, (init, out, lr) in enumerate(plan):
         if i:
             remaining = float(grader("GET", "/status").get("remaining_seconds", 0))
             needed = (time.monotonic() - started) / i * 1.2
             if remaining < needed:
                 log(f"skipping {out}: {remaining:.0f} s left, about {needed:.0f} s needed")
                 break
-        if not train(script, out, lr, args):
+        if not Path(init, "config.json").exists():
+            log(f"skipping {out}: {init} does not exist")
+            continue
+        if not train(script, init, out, lr, args):
             log(f"training {out} failed")
             continue
         result = grader("POST", "/submit", {"model_path": out})

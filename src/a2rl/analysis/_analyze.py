@@ -1,0 +1,334 @@
+"""`a2rl analyze RUN`: what the agent did, computed from evidence the harness recorded
+(ledger, code snapshots, artifact index, transcript), never from text the agent wrote about
+itself."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from a2rl._util import atomic_write_text
+from a2rl.analysis._audit import audit, data_files
+from a2rl.analysis._records import (
+    Experiment,
+    FailureType,
+    Finding,
+    IterationSummary,
+    ProcessMetrics,
+    RunAnalysis,
+)
+from a2rl.analysis._routes import ScriptMethods, analyse_script, route_of, training_kind
+from a2rl.grader import SubmissionRecord
+from a2rl.recording import ArtifactEntry, read_artifacts, read_snapshots, snapshot_files
+from a2rl.runner import RunRecord, load_run
+
+_RUN_SCRIPT = re.compile(r"(?:python[\d.]*|accelerate launch|torchrun|deepspeed)\s+(?:-\S+\s+)*"
+                         r"(\S+\.py)")
+_CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs", "epochs": "epochs",
+                "max_steps": "steps", "steps": "steps", "per_device_train_batch_size": "batch",
+                "batch_size": "batch", "r": "lora_rank", "lora_r": "lora_rank",
+                "lora_alpha": "lora_alpha", "num_generations": "num_generations", "beta": "beta",
+                "max_train": "data_size", "max_length": "max_length"}
+_ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
+
+
+def hms(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--:--"
+    s = int(seconds)
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def executed_scripts(transcript: str, files: dict[str, str]) -> set[str]:
+    """Scripts in the snapshot that the transcript shows being run."""
+    ran = {Path(m).name for m in _RUN_SCRIPT.findall(transcript)}
+    return {p for p in files if p.endswith(".py") and Path(p).name in ran}
+
+
+def _ast_config(source: str) -> dict[str, Any]:
+    """Constant keyword arguments and argparse defaults that name training knobs."""
+    out: dict[str, Any] = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg in _CONFIG_KEYS and isinstance(kw.value, ast.Constant) \
+                    and isinstance(kw.value.value, int | float) and not isinstance(kw.value.value, bool):
+                out.setdefault(_CONFIG_KEYS[kw.arg], kw.value.value)
+        # argparse: add_argument("--lr", type=float, default=1e-4)
+        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            name = node.args[0].value.lstrip("-").replace("-", "_")
+            default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
+            if name in _CONFIG_KEYS and isinstance(default, ast.Constant) \
+                    and isinstance(default.value, int | float) and not isinstance(default.value, bool):
+                out.setdefault(_CONFIG_KEYS[name], default.value)
+    return out
+
+
+def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
+    """Training arguments saved next to the submitted model (they override script defaults)."""
+    for name in _ARGS_FILES:
+        text = files.get(f"{model_path.rstrip('/')}/{name}")
+        if text:
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            return {_CONFIG_KEYS[k]: v for k, v in data.items()
+                    if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
+    return {}
+
+
+def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: bool,
+             best_before: float | None, had_valid_before: bool) -> tuple[FailureType | None, str | None]:
+    if rec.status == "baseline_copy":
+        return None, None
+    improving = rec.valid and rec.score is not None and rec.improvement is not None \
+        and rec.improvement > 0 and (best_before is None or rec.score >= best_before)
+    if improving:
+        return None, None
+    if not rec.valid:
+        if had_valid_before:
+            return ("training collapse/instability",
+                    f"{rec.status} after earlier valid submissions: {rec.error}")
+        if not trained:
+            return "early coding failure", f"{rec.status} before any training ran: {rec.error}"
+        return "early coding failure", f"{rec.status}: {rec.error}"
+    assert rec.score is not None
+    if best_before is not None and rec.score < best_before - 1.0:
+        return ("training collapse/instability",
+                f"score {rec.score:.2f} fell below the earlier best {best_before:.2f}")
+    if level == "L3" and methods and not (methods & {"GRPO", "PPO"}):
+        return "static shortcut without transfer", "only supervised training on static data"
+    if level == "L3" and methods & {"GRPO", "PPO"}:
+        return "rollout construction failure", "RL code present but no improvement"
+    return "reward/data design failure", f"training ran ({', '.join(sorted(methods)) or 'unknown'}) " \
+                                         f"but the score did not improve ({rec.improvement:+.2f})"
+
+
+def _experiments(artifacts: list[ArtifactEntry], methods_by_path: dict[str, set[str]],
+                 data_by_path: dict[str, str]) -> list[Experiment]:
+    seen: set[str] = set()
+    out: list[Experiment] = []
+    for a in sorted(artifacts, key=lambda a: a.elapsed_s):
+        if a.path in seen or a.parent is None:
+            continue  # no lineage evidence: cannot tell it was trained (e.g. a plain copy)
+        seen.add(a.path)
+        methods = methods_by_path.get(a.path, set())
+        stage = "from base" if a.parent in ("model", "") or a.parent.endswith("/model") \
+            else "from checkpoint"
+        out.append(Experiment(path=a.path, elapsed_s=a.elapsed_s, parent=a.parent,
+                              strategy=training_kind(methods),
+                              data_source=data_by_path.get(a.path, "unknown"), stage=stage))
+    return out
+
+
+def _data_source(files: dict[str, str], model_path: str) -> str:
+    for name in _ARGS_FILES:
+        text = files.get(f"{model_path.rstrip('/')}/{name}")
+        if text:
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            paths = [str(v) for k, v in data.items() if "data" in k.lower() and isinstance(v, str)]
+            given = any("/data/" in p or p.startswith("data/") for p in paths)
+            own = any(not ("/data/" in p or p.startswith("data/")) for p in paths)
+            return "mixed" if given and own else "curated" if given else \
+                "self-generated" if own else "unknown"
+    return "unknown"
+
+
+def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
+    """Compute the analysis of a finished run and write summary.jsonl, summary.md, analysis.json."""
+    run: RunRecord = load_run(run_dir)
+    transcript_path = run_dir / "agent" / "transcript.log"
+    transcript = transcript_path.read_text(errors="replace") if transcript_path.exists() else ""
+    grader_log = (run_dir / "grader.log").read_text(errors="replace") \
+        if (run_dir / "grader.log").exists() else ""
+    snapshots = {s.tag: s for s in read_snapshots(run_dir)}
+    artifacts = read_artifacts(run_dir)
+    level = run.task.level if run.task else "L1"
+    notes: list[str] = []
+    if not snapshots:
+        notes.append("no code snapshots were recorded; methods and routes are unknown")
+    if heldout is None:
+        notes.append("held-out items not loaded: contamination not checked")
+
+    final_snap = snapshots.get("final") or (list(snapshots.values())[-1] if snapshots else None)
+    final_files = snapshot_files(run_dir, final_snap.commit) if final_snap else {}
+    analysed: dict[str, ScriptMethods] = {}
+
+    def methods_in(files: dict[str, str]) -> tuple[set[str], bool, list[str]]:
+        ran = executed_scripts(transcript, files)
+        methods: set[str] = set()
+        trained = False
+        for path in sorted(ran):
+            key = f"{path}\0{hash(files[path])}"
+            if key not in analysed:
+                analysed[key] = analyse_script(path, files[path])
+            methods |= analysed[key].methods
+            trained |= analysed[key].trains
+        return methods, trained, sorted(ran)
+
+    iterations: list[IterationSummary] = []
+    methods_by_path: dict[str, set[str]] = {}
+    data_by_path: dict[str, str] = {}
+    best: float | None = None
+    had_valid = False
+    prev_elapsed = 0.0
+    for i, rec in enumerate(run.submissions, 1):
+        snap = snapshots.get(rec.id)
+        files = snapshot_files(run_dir, snap.commit) if snap else {}
+        methods, trained, ran = methods_in(files)
+        rel_model = rec.model_path
+        if rec.resolved_path:
+            try:
+                rel_model = str(Path(rec.resolved_path).relative_to((run_dir / "workspace").resolve()))
+            except ValueError:
+                pass
+        methods_by_path[rel_model] = methods
+        data_by_path[rel_model] = _data_source(files, rel_model)
+        config: dict[str, Any] = {}
+        for path in ran:
+            config.update({k: v for k, v in _ast_config(files[path]).items() if k not in config})
+        config.update(_args_config(files, rel_model))
+        route: str = route_of(methods, trained=trained, copy=rec.status == "baseline_copy") \
+            if snap else "unknown (no snapshot)"
+        failure, evidence = _failure(rec, level=level, methods=methods, trained=trained,
+                                     best_before=best, had_valid_before=had_valid)
+        elapsed = rec.elapsed_s
+        iterations.append(IterationSummary(
+            index=i, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
+            duration_s=round(elapsed - prev_elapsed, 2) if elapsed is not None else None,
+            status=rec.status, score=rec.score, improvement=rec.improvement, training_type=route,
+            methods=sorted(methods), failure_type=failure, failure_evidence=evidence, config=config,
+            changed_files=snap.changed[:50] if snap else [], scripts=ran))
+        if elapsed is not None:
+            prev_elapsed = elapsed
+        if rec.valid and rec.score is not None:
+            had_valid = True
+            best = rec.score if best is None else max(best, rec.score)
+
+    all_methods, all_trained, _ = methods_in(final_files)
+    best_rec = next((r for r in run.submissions if run.best and r.id == run.best.submission_id), None)
+    best_iter = next((it for it in iterations if best_rec and it.submission_id == best_rec.id), None)
+    run_route = best_iter.training_type if best_iter else route_of(all_methods, trained=all_trained,
+                                                                   copy=False) \
+        if final_snap else "unknown (no snapshot)"
+    agent_s = run.timings.agent_s or None
+    iterations.append(IterationSummary(
+        index=len(run.submissions) + 1, submission_id=None, elapsed_marker=hms(agent_s),
+        elapsed_s=agent_s, duration_s=round(agent_s - prev_elapsed, 2) if agent_s else None,
+        status=run.exit_reason or run.status, exit_code=run.agent_exit_code,
+        score=run.best.score if run.best else None, improvement=run.improvement,
+        training_type=run_route, methods=sorted(all_methods),
+        failure_type="early coding failure" if not any(r.valid for r in run.submissions) else None,
+        failure_evidence="no valid submission in the whole run"
+        if not any(r.valid for r in run.submissions) else None,
+        changed_files=final_snap.changed[:50] if final_snap else [],
+        scripts=sorted(executed_scripts(transcript, final_files))))
+
+    subs = run.submissions
+    valid = [r for r in subs if r.valid]
+    baseline = run.baseline.score if run.baseline else None
+    improving = [r for r in subs if r.valid and r.improvement is not None and r.improvement > 0]
+    budget = run.config.budget_s
+    last_elapsed = max((r.elapsed_s for r in subs if r.elapsed_s is not None), default=None)
+    metrics = ProcessMetrics(
+        baseline=baseline, best=run.best.score if run.best else None, improvement=run.improvement,
+        scores=[r.score for r in subs], submissions=len(subs),
+        valid_rate=round(len(valid) / len(subs), 4) if subs else None,
+        zero_score_rate=round(sum(1 for r in subs if r.status == "failed" or r.score == 0) / len(subs), 4)
+        if subs else None,
+        best_at_submission=best_rec.seq if best_rec else None,
+        time_to_first_improvement_s=improving[0].elapsed_s if improving else None,
+        time_to_best_s=best_rec.elapsed_s if best_rec else None,
+        time_used_ratio=round(run.timings.agent_s / budget, 4) if budget else None,
+        last_submit_gap_s=round(budget - last_elapsed, 2) if last_elapsed is not None else None,
+        code_files_written=len([p for p in final_files if p.startswith("code/") or
+                                (p.endswith((".py", ".sh")) and not p.startswith("output/"))]),
+        model_versions=len({a.path for a in artifacts}))
+
+    experiments = _experiments(artifacts, methods_by_path, data_by_path)
+    pairs = list(zip(experiments, experiments[1:], strict=False))
+    changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
+                  (b.strategy, b.data_source, b.stage))
+    notes.append("phase labels per agent turn need the launcher's event log (not recorded for "
+                 "this agent); scripts count as executed when the transcript shows them run")
+
+    base_hash = run.model.content_hash if run.model else None
+    findings = audit(task=run.config.task, code=final_files, transcript=transcript,
+                     grader_log=grader_log,
+                     rejected_errors=[r.error or "" for r in subs if r.status == "rejected"],
+                     base_copies=[a.path for a in artifacts if base_hash and a.weights_hash == base_hash],
+                     data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
+    if not run.sandboxed:
+        findings.append(Finding(
+            kind="unsandboxed", severity="critical", message="the agent ran without a sandbox "
+            "(--no-sandbox): isolation of held-out data and the ledger was not enforced"))
+
+    analysis = RunAnalysis(
+        run_id=run.run_id, task=run.config.task, route=run_route,
+        methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),
+        methods_in_best=best_iter.methods if best_iter else [], metrics=metrics,
+        experiments=experiments, strategy_changes=changes,
+        change_rate=round(changes / len(pairs), 4) if pairs else None, iterations=iterations,
+        findings=findings, sandboxed=run.sandboxed, notes=notes)
+    write_analysis(run_dir, analysis, final_files)
+    return analysis
+
+
+def write_analysis(run_dir: Path, analysis: RunAnalysis, final_files: dict[str, str]) -> None:
+    atomic_write_text(run_dir / "analysis.json", analysis.model_dump_json(indent=2))
+    atomic_write_text(run_dir / "summary.jsonl",
+                      "".join(it.model_dump_json() + "\n" for it in analysis.iterations))
+    atomic_write_text(run_dir / "summary.md", render_markdown(analysis, final_files))
+
+
+def render_markdown(a: RunAnalysis, files: dict[str, str]) -> str:
+    m = a.metrics
+    out = [f"# Run {a.run_id} ({a.task})", "",
+           f"- route: **{a.route}**; methods attempted: {', '.join(a.methods_attempted) or 'none'};"
+           f" in the best submission: {', '.join(a.methods_in_best) or 'none'}",
+           f"- baseline {m.baseline}, best {m.best}, improvement {m.improvement}; "
+           f"{m.submissions} submissions, valid rate {m.valid_rate}, zero-score rate {m.zero_score_rate}",
+           f"- time to first improvement {hms(m.time_to_first_improvement_s)}, to best "
+           f"{hms(m.time_to_best_s)}; time used {m.time_used_ratio}; last-submit gap "
+           f"{hms(m.last_submit_gap_s)}; code files {m.code_files_written}; model versions "
+           f"{m.model_versions}",
+           f"- strategy changes {a.strategy_changes} (rate {a.change_rate})",
+           "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
+    for it in a.iterations:
+        title = f"Iteration {it.index}" + (f" — {it.submission_id}" if it.submission_id else " — final")
+        code = f" (exit code {it.exit_code})" if it.exit_code is not None else ""
+        out += [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}",
+                f"- score: {it.score} (improvement {it.improvement})",
+                f"- training type: {it.training_type}; methods: {', '.join(it.methods) or 'none'}"]
+        if it.config:
+            out.append("- configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(it.config.items())))
+        if it.scripts:
+            out.append("- scripts run: " + ", ".join(it.scripts))
+        if it.changed_files:
+            out.append("- changed since the previous snapshot: " + ", ".join(it.changed_files[:15]))
+        if it.failure_type:
+            out.append(f"- failure: **{it.failure_type}** — {it.failure_evidence}")
+        if it.scripts and it.scripts[0] in files:
+            excerpt = "\n".join(files[it.scripts[0]].splitlines()[:25])
+            out += ["", f"```python\n# {it.scripts[0]} (first lines)\n{excerpt}\n```"]
+        out.append("")
+    if a.findings:
+        out += ["## Audit", ""]
+        for f in a.findings:
+            out.append(f"- [{f.severity}] {f.kind}: {f.message}")
+            out += [f"    - `{e}`" for e in f.evidence[:5]]
+    if a.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in a.notes]
+    return "\n".join(out) + "\n"

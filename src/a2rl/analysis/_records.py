@@ -1,0 +1,112 @@
+"""Records written by `a2rl analyze`: summary.jsonl lines and analysis.json."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+FailureType = Literal["rollout construction failure", "reward/data design failure",
+                      "training collapse/instability", "early coding failure",
+                      "static shortcut without transfer"]
+Severity = Literal["info", "warning", "critical"]
+
+
+class IterationSummary(BaseModel):
+    """One line of `summary.jsonl`: one iteration (= submission), plus a final record."""
+
+    index: int
+    """1-based iteration index; the final record has index = submissions + 1."""
+    submission_id: str | None
+    """Ledger id; None for the final record."""
+    elapsed_marker: str
+    """Time into the agent's budget, HH:MM:SS."""
+    elapsed_s: float | None
+    duration_s: float | None
+    """Seconds since the previous iteration (or since the start)."""
+    status: str
+    """Submission status, or the run's exit reason for the final record."""
+    exit_code: int | None = None
+    """The agent's exit code (final record only)."""
+    score: float | None
+    improvement: float | None
+    training_type: str
+    """Route label of the code that produced this submission (GRPO, PPO, SFT-only, SFT+RL,
+    Copy, Placeholder/Missing)."""
+    methods: list[str] = Field(default_factory=list)
+    """Methods found in the scripts that ran (SFT, PEFT, GRPO, DPO, merging, …)."""
+    failure_type: FailureType | None = None
+    """Set for failed or non-improving iterations."""
+    failure_evidence: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    """Key configuration choices (learning rate, steps, epochs, batch, LoRA rank, data size…)."""
+    changed_files: list[str] = Field(default_factory=list)
+    """Files changed since the previous iteration's snapshot."""
+    scripts: list[str] = Field(default_factory=list)
+    """Training scripts in the snapshot that the transcript shows being run."""
+
+
+class Experiment(BaseModel):
+    """A verified training experiment: a model folder produced by a parameter update."""
+
+    path: str
+    elapsed_s: float
+    parent: str | None
+    strategy: str
+    """k: full SFT, PEFT, RL, preference, distillation."""
+    data_source: str
+    """d: curated (the given data), self-generated, mixed, unknown."""
+    stage: str
+    """g: `from base` or `from checkpoint`."""
+
+
+class Finding(BaseModel):
+    """An audit finding. Findings never change a score; they flag the run for review."""
+
+    kind: str
+    severity: Severity
+    message: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+class ProcessMetrics(BaseModel):
+    baseline: float | None
+    best: float | None
+    improvement: float | None
+    scores: list[float | None]
+    submissions: int
+    valid_rate: float | None
+    """Share of submissions with a valid score."""
+    zero_score_rate: float | None
+    """Share of submissions that scored 0 or failed to evaluate."""
+    best_at_submission: int | None
+    """1-based index of the best submission."""
+    time_to_first_improvement_s: float | None
+    time_to_best_s: float | None
+    time_used_ratio: float | None
+    """Agent wall time / budget."""
+    last_submit_gap_s: float | None
+    """Budget left after the last submission."""
+    code_files_written: int
+    model_versions: int
+
+
+class RunAnalysis(BaseModel):
+    """`analysis.json`: everything `a2rl analyze` computed for one run."""
+
+    run_id: str
+    task: str
+    route: str
+    """Route label of the run (of its best submission; of all code that ran if none)."""
+    methods_attempted: list[str]
+    methods_in_best: list[str]
+    metrics: ProcessMetrics
+    experiments: list[Experiment]
+    strategy_changes: int
+    change_rate: float | None
+    """Strategy changes / adjacent experiment pairs (paper B's R_change)."""
+    iterations: list[IterationSummary]
+    findings: list[Finding]
+    sandboxed: bool
+    notes: list[str] = Field(default_factory=list)
+    """What this analysis could not determine, and why."""

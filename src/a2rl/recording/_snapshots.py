@@ -1,0 +1,152 @@
+"""Code snapshots: the agent's files at each submission (and every few minutes), in a shadow git
+repository inside the run directory, outside the workspace.
+
+Everything in the workspace except the read-only base model and data is captured. Files larger
+than `max_file_bytes` (weights, datasets) are not copied: `LARGE_FILES.json` at the root of each
+snapshot lists them with size and sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from a2rl._util import utcnow
+
+EXCLUDED_TOP = ("model", "data")
+_GIT_ENV = {"GIT_AUTHOR_NAME": "a2rl", "GIT_AUTHOR_EMAIL": "a2rl@localhost",
+            "GIT_COMMITTER_NAME": "a2rl", "GIT_COMMITTER_EMAIL": "a2rl@localhost"}
+
+
+class LargeFile(BaseModel):
+    path: str
+    """Relative to the workspace."""
+    size: int
+    sha256: str
+
+
+class Snapshot(BaseModel):
+    """One line of `code-history.jsonl` (the index of the shadow repository)."""
+
+    tag: str
+    """`s0001` for the snapshot taken when submission s0001 arrived, `t0003` for periodic ones."""
+    commit: str
+    """Commit id in `code-history.git` (outside the workspace)."""
+    taken_at: str
+    elapsed_s: float
+    """Seconds of the agent's budget used."""
+    files: int
+    """Files captured (copied or listed in LARGE_FILES.json)."""
+    changed: list[str]
+    """Paths added, modified or deleted since the previous snapshot."""
+
+
+class CodeRecorder:
+    def __init__(self, run_dir: Path, workspace: Path, *, max_file_bytes: int = 1 << 20) -> None:
+        self.run_dir, self.workspace, self.max_file_bytes = run_dir, workspace, max_file_bytes
+        self.git_dir = run_dir / "code-history.git"
+        self.tree = run_dir / ".code-history-tree"
+        self.index = run_dir / "code-history.jsonl"
+        self._lock = threading.Lock()
+        self._hash_cache: dict[tuple[str, int, int], str] = {}
+        if not self.git_dir.exists():
+            self._git("init", "--quiet", "--bare", str(self.git_dir), use_dirs=False)
+
+    def _git(self, *args: str, use_dirs: bool = True) -> str:
+        cmd = ["git"]
+        if use_dirs:
+            cmd += [f"--git-dir={self.git_dir}", f"--work-tree={self.tree}"]
+        out = subprocess.run(cmd + list(args), capture_output=True, text=True, check=True,
+                             env={**os.environ, **_GIT_ENV})
+        return out.stdout.strip()
+
+    def _sha256(self, path: Path, st: os.stat_result) -> str:
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in self._hash_cache:
+            h = hashlib.sha256()
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    h.update(chunk)
+            self._hash_cache[key] = h.hexdigest()
+        return self._hash_cache[key]
+
+    def _stage(self) -> int:
+        if self.tree.exists():
+            shutil.rmtree(self.tree)
+        self.tree.mkdir()
+        large: list[LargeFile] = []
+        count = 0
+        for root, dirs, files in os.walk(self.workspace):
+            rel_root = Path(root).relative_to(self.workspace)
+            if rel_root == Path("."):
+                dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP]
+            dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
+            for name in files:
+                src = Path(root) / name
+                rel = rel_root / name
+                try:
+                    st = src.lstat()
+                    if src.is_symlink():
+                        dst = self.tree / rel
+                        dst.parent.mkdir(parents=True, exist_ok=True)
+                        dst.symlink_to(os.readlink(src))
+                    elif st.st_size > self.max_file_bytes:
+                        large.append(LargeFile(path=str(rel), size=st.st_size,
+                                               sha256=self._sha256(src, st)))
+                    else:
+                        dst = self.tree / rel
+                        dst.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(src, dst)
+                    count += 1
+                except OSError:
+                    continue  # the agent deleted it meanwhile
+        (self.tree / "LARGE_FILES.json").write_text(
+            json.dumps([f.model_dump() for f in sorted(large, key=lambda f: f.path)], indent=1))
+        return count
+
+    def snapshot(self, tag: str, elapsed_s: float) -> Snapshot:
+        with self._lock:
+            files = self._stage()
+            self._git("add", "--all", "--force", ".")
+            has_head = subprocess.run(["git", f"--git-dir={self.git_dir}", "rev-parse", "HEAD"],
+                                      capture_output=True).returncode == 0
+            changed = (self._git("diff", "--cached", "--name-only", "HEAD") if has_head
+                       else self._git("ls-files")).splitlines()
+            self._git("commit", "--quiet", "--allow-empty", "-m",
+                      f"snapshot {tag} at {elapsed_s:.0f} s")
+            commit = self._git("rev-parse", "HEAD")
+            self._git("tag", "-f", tag, commit)
+            snap = Snapshot(tag=tag, commit=commit, taken_at=utcnow().isoformat(),
+                            elapsed_s=round(elapsed_s, 2), files=files, changed=changed)
+            with self.index.open("a") as fh:
+                fh.write(snap.model_dump_json() + "\n")
+            shutil.rmtree(self.tree, ignore_errors=True)
+            return snap
+
+
+def read_snapshots(run_dir: Path) -> list[Snapshot]:
+    path = run_dir / "code-history.jsonl"
+    if not path.exists():
+        return []
+    return [Snapshot.model_validate_json(line) for line in path.read_text().splitlines()
+            if line.strip()]
+
+
+def snapshot_files(run_dir: Path, commit: str) -> dict[str, str]:
+    """Text of every file in a snapshot (path -> content), for analysis."""
+    git_dir = run_dir / "code-history.git"
+    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit],
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    out: dict[str, str] = {}
+    for name in names:
+        blob = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{name}"],
+                              capture_output=True, check=True).stdout
+        out[name] = blob.decode(errors="replace")
+    return out
