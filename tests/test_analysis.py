@@ -1,0 +1,254 @@
+"""Per-run analysis on hand-made run directories with known answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from a2rl._util import utcnow
+from a2rl.analysis import analyse_script, analyze_run, contamination, route_of
+from a2rl.grader import BaselineRecord, BestSoFar, SubmissionRecord
+from a2rl.recording import ArtifactIndexer, CodeRecorder
+from a2rl.runner import ModelInfo, RunConfig, RunRecord, TaskInfo
+
+SFT = """
+from trl import SFTConfig, SFTTrainer
+cfg = SFTConfig(output_dir="o", learning_rate=2e-5, num_train_epochs=3, per_device_train_batch_size=4)
+trainer = SFTTrainer(model=m, args=cfg, train_dataset=ds)
+trainer.train()
+"""
+GRPO = """
+from trl import GRPOConfig, GRPOTrainer
+def reward_fn(completions, **kw):
+    return [1.0 for _ in completions]
+cfg = GRPOConfig(output_dir="o", learning_rate=1e-6, num_generations=8, beta=0.04)
+GRPOTrainer(model="output/sft", reward_funcs=[reward_fn], args=cfg, train_dataset=ds).train()
+"""
+LORA_MANUAL = """
+import torch
+from peft import LoraConfig, get_peft_model
+model = get_peft_model(base, LoraConfig(r=16, lora_alpha=32))
+for batch in loader:
+    loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+model = model.merge_and_unload()
+"""
+PLACEHOLDER = """
+# TODO: GRPOTrainer goes here; "SFTTrainer" is only mentioned in this string
+print("training would happen here")
+"""
+
+
+def test_routes_come_from_syntax_not_substrings() -> None:
+    assert analyse_script("a.py", SFT).methods == {"SFT"}
+    assert analyse_script("a.py", SFT).trains
+    assert analyse_script("b.py", GRPO).methods == {"GRPO"}
+    lora = analyse_script("c.py", LORA_MANUAL)
+    assert lora.methods == {"PEFT", "merging", "SFT"} and lora.trains
+    placeholder = analyse_script("d.py", PLACEHOLDER)
+    assert placeholder.methods == set() and not placeholder.trains
+    broken = analyse_script("e.py", "def (:")
+    assert broken.parse_error and not broken.trains
+    assert route_of({"SFT"}, trained=True, copy=False) == "SFT-only"
+    assert route_of({"SFT", "GRPO"}, trained=True, copy=False) == "SFT+RL"
+    assert route_of({"GRPO"}, trained=True, copy=False) == "GRPO"
+    assert route_of({"PPO"}, trained=True, copy=False) == "PPO"
+    assert route_of(set(), trained=False, copy=True) == "Copy"
+    assert route_of(set(), trained=False, copy=False) == "Placeholder/Missing"
+
+
+class FakeRun:
+    """Builds a run directory the way a real run would leave it."""
+
+    def __init__(self, root: Path, task: str = "arith", level: str = "L1") -> None:
+        self.dir = root / "run"
+        self.ws = self.dir / "workspace"
+        for d in ("code", "output", "model", "data"):
+            (self.ws / d).mkdir(parents=True)
+        (self.dir / "agent").mkdir()
+        self.recorder = CodeRecorder(self.dir, self.ws)
+        self.indexer = ArtifactIndexer(self.dir, self.ws)
+        self.task, self.level = task, level
+        self.subs: list[SubmissionRecord] = []
+        self.transcript: list[str] = []
+
+    def script(self, name: str, text: str, *, run: bool = True) -> None:
+        (self.ws / "code" / name).write_text(text)
+        if run:
+            self.transcript.append(f"$ python code/{name}")
+
+    def model(self, path: str, parent: str, weights_hash: str, data: str = "data/train.jsonl") -> None:
+        d = self.ws / path
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"model_type": "llama", "_name_or_path": parent}))
+        (d / "a2rl_train_args.json").write_text(json.dumps({"model": parent, "data": data, "lr": 1e-4}))
+        (d / "model.safetensors").write_bytes(b"")
+        self._hash = weights_hash
+
+    def submit(self, path: str, status: str, score: float | None, elapsed: float,
+               weights_hash: str = "h", error: str | None = None) -> None:
+        seq = len(self.subs) + 1
+        rec = SubmissionRecord(id=f"s{seq:04d}", seq=seq, received_at=utcnow(), elapsed_s=elapsed,
+                               model_path=path, resolved_path=str((self.ws / path).resolve()),
+                               artifact_hash=weights_hash, status=status, score=score, baseline=10.0,
+                               improvement=None if score is None else score - 10.0, error=error,
+                               task_fingerprint="fp")
+        self.subs.append(rec)
+        (self.dir / "agent" / "transcript.log").write_text("\n".join(self.transcript))
+        self.recorder.snapshot(rec.id, elapsed)
+        self.indexer.scan(elapsed)
+
+    def finish(self, base_hash: str = "BASE", sandboxed: bool = True) -> Path:
+        self.recorder.snapshot("final", 1000)
+        valid = [s for s in self.subs if s.valid and s.score is not None]
+        best = max(valid, key=lambda s: (s.score, -s.seq)) if valid else None
+        record = RunRecord(
+            run_id="hand-made", status="finished", created_at=utcnow(),
+            config=RunConfig(task=self.task, agent="cmd:x", model="m", mode="free", budget_s=3600,
+                             sandbox="bwrap" if sandboxed else "none", eval_timeout_s=60, grace_s=1,
+                             port=0, runs_dir=str(self.dir.parent)),
+            versions={}, sandboxed=sandboxed,
+            task=TaskInfo(name=self.task, version="1", level=self.level, reward_kind="rule", params={},
+                          fingerprint="fp", n_heldout=3),
+            model=ModelInfo(spec="m", source="local", path="/m", content_hash=base_hash, model_type="llama"),
+            baseline=BaselineRecord(score=10.0, n_items=3, metrics={}, model_hash=base_hash,
+                                    task_fingerprint="fp", evaluator_version="1", eval_seconds=1,
+                                    computed_at=utcnow()),
+            submissions=self.subs, exit_reason="agent_exited", agent_exit_code=0,
+            best=BestSoFar(submission_id=best.id, score=best.score) if best and best.score else None,
+            improvement=(best.score - 10.0) if best and best.score is not None else None)
+        record.timings.agent_s = 1000
+        (self.dir / "run.json").write_text(record.model_dump_json())
+        return self.dir
+
+
+def test_sft_only_run(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT)
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 30.0, 100, "h1")
+    a = analyze_run(run.finish(), heldout=[])
+    assert a.route == "SFT-only" and a.methods_in_best == ["SFT"]
+    it = a.iterations[0]
+    assert it.training_type == "SFT-only" and it.failure_type is None
+    assert it.config == {"lr": 1e-4, "epochs": 3, "batch": 4}  # args file overrides the script
+    assert "code/train.py" in it.changed_files
+    assert a.metrics.time_to_first_improvement_s == 100 and a.metrics.best_at_submission == 1
+    assert [(e.strategy, e.stage) for e in a.experiments] == [("full SFT", "from base")]
+    assert "SFTTrainer" in (run.dir / "summary.md").read_text()
+
+
+def test_sft_then_grpo_run(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("sft.py", SFT)
+    run.model("output/sft", str(run.ws / "model"), "h1")
+    run.submit("output/sft", "scored", 30.0, 100, "h1")
+    run.script("grpo.py", GRPO)
+    run.model("output/grpo", "output/sft", "h2", data="code/rollouts.jsonl")
+    run.submit("output/grpo", "scored", 45.0, 200, "h2")
+    a = analyze_run(run.finish(), heldout=[])
+    assert [it.training_type for it in a.iterations[:2]] == ["SFT-only", "SFT+RL"]
+    assert a.route == "SFT+RL" and set(a.methods_in_best) == {"SFT", "GRPO"}
+    assert [(e.strategy, e.data_source, e.stage) for e in a.experiments] == [
+        ("full SFT", "curated", "from base"), ("RL", "self-generated", "from checkpoint")]
+    assert a.strategy_changes == 1
+    assert a.iterations[1].config["num_generations"] == 8
+
+
+def test_copy_the_base_run(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    (run.ws / "output" / "copy").mkdir()
+    (run.ws / "output" / "copy" / "config.json").write_text('{"model_type": "llama"}')
+    run.submit("output/copy", "baseline_copy", 10.0, 50, "BASE")
+    a = analyze_run(run.finish(), heldout=[])
+    assert a.route == "Copy" and a.iterations[0].failure_type is None
+    assert a.experiments == []
+
+
+def test_placeholder_run(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("train.py", PLACEHOLDER)
+    run.submit("output/v1", "rejected", None, 30, None, error="model_path 'output/v1' does not exist")
+    a = analyze_run(run.finish(), heldout=[])
+    assert a.route == "Placeholder/Missing"
+    assert a.iterations[0].failure_type == "early coding failure"
+    assert a.iterations[-1].failure_type == "early coding failure"
+    assert a.metrics.valid_rate == 0.0
+
+
+def test_regression_is_collapse_and_flat_is_data_design(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT)
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 30.0, 100, "h1")
+    run.model("output/v2", "output/v1", "h2")
+    run.submit("output/v2", "scored", 12.0, 200, "h2")
+    run.model("output/v3", "output/v1", "h3")
+    run.submit("output/v3", "failed", None, 300, "h3", error="evaluation failed")
+    a = analyze_run(run.finish(), heldout=[])
+    assert [it.failure_type for it in a.iterations[:3]] == [
+        None, "training collapse/instability", "training collapse/instability"]
+    flat = FakeRun(tmp_path / "flat")
+    flat.script("train.py", SFT)
+    flat.model("output/v1", str(flat.ws / "model"), "h1")
+    flat.submit("output/v1", "scored", 9.0, 100, "h1")
+    b = analyze_run(flat.finish(), heldout=[])
+    assert b.iterations[0].failure_type == "reward/data design failure"
+
+
+def test_planted_privileged_api_is_found(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path, task="alfworld", level="L3")
+    run.script("rollout.py", "actions = info['admissible_commands'][0]\nplan = env.expert_plan\n")
+    run.script("train.py", SFT)
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 5.0, 100, "h1")
+    a = analyze_run(run.finish(), heldout=[])
+    (finding,) = [f for f in a.findings if f.kind == "privileged-api"]
+    assert finding.severity == "critical"
+    assert any("code/rollout.py:1" in e for e in finding.evidence)
+    assert any("expert_plan" in e for e in finding.evidence)
+    assert a.iterations[0].failure_type == "static shortcut without transfer"
+
+
+def test_training_on_heldout_items_is_found(tmp_path: Path) -> None:
+    heldout = [{"question": "Calculate 12 + 7."}, {"question": "Calculate 80 - 3."},
+               {"question": "A long question about apples and oranges that has many words in it."}]
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT)
+    (run.ws / "code" / "extra.jsonl").write_text(json.dumps(
+        {"q": "Calculate 12 + 7.", "a": "19"}) + "\n" + json.dumps(
+        {"q": "so: a long question about apples and oranges that has many words", "a": "x"}) + "\n")
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 90.0, 100, "h1")
+    a = analyze_run(run.finish(), heldout=heldout)
+    (finding,) = [f for f in a.findings if f.kind == "contamination"]
+    assert len(finding.evidence) == 2 and "Calculate 12 + 7." in finding.evidence
+    assert "Calculate 80 - 3." not in finding.evidence
+    assert finding.severity == "critical"  # 2 of 3 items
+
+
+def test_contamination_none_when_disjoint() -> None:
+    assert contamination({"a.jsonl": "Calculate 1 + 1."}, [{"question": "Calculate 2 + 2."}]) == []
+
+
+def test_unsandboxed_and_probes_are_flagged(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("peek.py", "open('../ledger.jsonl').read()\nimport openai\n")
+    run.submit("../model", "rejected", None, 10, None,
+               error="model_path '../model' resolves to /x, which is outside /y")
+    (run.dir / "grader.log").write_text("WARNING rejected POST /submit: missing or wrong token\n")
+    a = analyze_run(run.finish(sandboxed=False), heldout=[])
+    kinds = {f.kind for f in a.findings}
+    assert {"harness-probe", "grader-probe", "path-escape", "third-party-llm", "unsandboxed"} <= kinds
+
+
+@pytest.mark.parametrize("name", ["summary.md", "summary.jsonl", "analysis.json"])
+def test_outputs_written(tmp_path: Path, name: str) -> None:
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT)
+    run.submit("output/v1", "rejected", None, 10, None, error="x does not exist")
+    analyze_run(run.finish(), heldout=[])
+    assert (run.dir / name).stat().st_size > 0
