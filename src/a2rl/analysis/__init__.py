@@ -1,6 +1,6 @@
 """Per-run analysis computed by the harness: summaries, routes, failures, metrics, audit."""
 
-from a2rl.analysis._analyze import analyze_run, render_markdown
+from a2rl.analysis._analyze import IterationBuilder, LiveSummary, analyze_run, render_markdown
 from a2rl.analysis._audit import contamination
 from a2rl.analysis._records import (
     Experiment,
@@ -11,6 +11,6 @@ from a2rl.analysis._records import (
 )
 from a2rl.analysis._routes import analyse_script, route_of, training_kind
 
-__all__ = ["Experiment", "Finding", "IterationSummary", "ProcessMetrics", "RunAnalysis",
-           "analyse_script", "analyze_run", "contamination", "render_markdown", "route_of",
-           "training_kind"]
+__all__ = ["Experiment", "Finding", "IterationBuilder", "IterationSummary", "LiveSummary",
+           "ProcessMetrics", "RunAnalysis", "analyse_script", "analyze_run", "contamination",
+           "render_markdown", "route_of", "training_kind"]

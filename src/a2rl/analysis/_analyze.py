@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ from a2rl.analysis._records import (
     RunAnalysis,
 )
 from a2rl.analysis._routes import ScriptMethods, analyse_script, route_of, training_kind
-from a2rl.grader import SubmissionRecord
+from a2rl.grader import Ledger, SubmissionRecord
 from a2rl.recording import ArtifactEntry, read_artifacts, read_snapshots, snapshot_files
 from a2rl.runner import RunRecord, load_run
 
@@ -146,97 +148,128 @@ def _data_source(files: dict[str, str], model_path: str) -> str:
     return "unknown"
 
 
-def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
-    """Compute the analysis of a finished run and write summary.jsonl, summary.md, analysis.json."""
-    run: RunRecord = load_run(run_dir)
-    transcript_path = run_dir / "agent" / "transcript.log"
-    transcript = transcript_path.read_text(errors="replace") if transcript_path.exists() else ""
-    grader_log = (run_dir / "grader.log").read_text(errors="replace") \
-        if (run_dir / "grader.log").exists() else ""
-    snapshots = {s.tag: s for s in read_snapshots(run_dir)}
-    artifacts = read_artifacts(run_dir)
-    level = run.task.level if run.task else "L1"
-    notes: list[str] = []
-    if not snapshots:
-        notes.append("no code snapshots were recorded; methods and routes are unknown")
-    if heldout is None:
-        notes.append("held-out items not loaded: contamination not checked")
+class IterationBuilder:
+    """Turns submissions into IterationSummary records, one at a time, in arrival order.
 
-    final_snap = snapshots.get("final") or (list(snapshots.values())[-1] if snapshots else None)
-    final_files = snapshot_files(run_dir, final_snap.commit) if final_snap else {}
-    analysed: dict[str, ScriptMethods] = {}
+    Used after the run (a2rl analyze) and live, as each submission finishes (the runner appends
+    the result to summary.jsonl / summary.md). Only evidence recorded so far is used: the code
+    snapshot taken when the submission arrived and the transcript up to now.
+    """
 
-    def methods_in(files: dict[str, str]) -> tuple[set[str], bool, list[str]]:
-        ran = executed_scripts(transcript, files)
+    def __init__(self, run_dir: Path, level: str) -> None:
+        self.run_dir, self.level = run_dir, level
+        self.best: float | None = None
+        self.had_valid = False
+        self.prev_elapsed = 0.0
+        self.methods_by_path: dict[str, set[str]] = {}
+        self.data_by_path: dict[str, str] = {}
+        self._analysed: dict[tuple[str, str], ScriptMethods] = {}
+
+    def transcript(self) -> str:
+        path = self.run_dir / "agent" / "transcript.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def methods_in(self, files: dict[str, str]) -> tuple[set[str], bool, list[str]]:
+        ran = executed_scripts(self.transcript(), files)
         methods: set[str] = set()
         trained = False
         for path in sorted(ran):
-            key = f"{path}\0{hash(files[path])}"
-            if key not in analysed:
-                analysed[key] = analyse_script(path, files[path])
-            methods |= analysed[key].methods
-            trained |= analysed[key].trains
+            key = (path, files[path])
+            if key not in self._analysed:
+                self._analysed[key] = analyse_script(path, files[path])
+            methods |= self._analysed[key].methods
+            trained |= self._analysed[key].trains
         return methods, trained, sorted(ran)
 
-    iterations: list[IterationSummary] = []
-    methods_by_path: dict[str, set[str]] = {}
-    data_by_path: dict[str, str] = {}
-    best: float | None = None
-    had_valid = False
-    prev_elapsed = 0.0
-    for i, rec in enumerate(run.submissions, 1):
-        snap = snapshots.get(rec.id)
-        files = snapshot_files(run_dir, snap.commit) if snap else {}
-        methods, trained, ran = methods_in(files)
+    def add(self, rec: SubmissionRecord) -> IterationSummary:
+        snap = next((s for s in read_snapshots(self.run_dir) if s.tag == rec.id), None)
+        files = snapshot_files(self.run_dir, snap.commit) if snap else {}
+        methods, trained, ran = self.methods_in(files)
         rel_model = rec.model_path
         if rec.resolved_path:
             try:
-                rel_model = str(Path(rec.resolved_path).relative_to((run_dir / "workspace").resolve()))
+                rel_model = str(Path(rec.resolved_path).relative_to(
+                    (self.run_dir / "workspace").resolve()))
             except ValueError:
                 pass
-        methods_by_path[rel_model] = methods
-        data_by_path[rel_model] = _data_source(files, rel_model)
+        self.methods_by_path[rel_model] = methods
+        self.data_by_path[rel_model] = _data_source(files, rel_model)
         config: dict[str, Any] = {}
         for path in ran:
             config.update({k: v for k, v in _ast_config(files[path]).items() if k not in config})
         config.update(_args_config(files, rel_model))
         route: str = route_of(methods, trained=trained, copy=rec.status == "baseline_copy") \
             if snap else "unknown (no snapshot)"
-        failure, evidence = _failure(rec, level=level, methods=methods, trained=trained,
-                                     best_before=best, had_valid_before=had_valid)
+        failure, evidence = _failure(rec, level=self.level, methods=methods, trained=trained,
+                                     best_before=self.best, had_valid_before=self.had_valid)
         elapsed = rec.elapsed_s
-        iterations.append(IterationSummary(
-            index=i, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
-            duration_s=round(elapsed - prev_elapsed, 2) if elapsed is not None else None,
+        item = IterationSummary(
+            index=rec.seq, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
+            duration_s=round(elapsed - self.prev_elapsed, 2) if elapsed is not None else None,
             status=rec.status, score=rec.score, improvement=rec.improvement, training_type=route,
             methods=sorted(methods), failure_type=failure, failure_evidence=evidence, config=config,
-            changed_files=snap.changed[:50] if snap else [], scripts=ran))
+            changed_files=snap.changed[:50] if snap else [], scripts=ran)
         if elapsed is not None:
-            prev_elapsed = elapsed
+            self.prev_elapsed = elapsed
         if rec.valid and rec.score is not None:
-            had_valid = True
-            best = rec.score if best is None else max(best, rec.score)
+            self.had_valid = True
+            self.best = rec.score if self.best is None else max(self.best, rec.score)
+        return item
 
-    all_methods, all_trained, _ = methods_in(final_files)
-    best_rec = next((r for r in run.submissions if run.best and r.id == run.best.submission_id), None)
+
+def _submissions(run_dir: Path, run: RunRecord) -> list[SubmissionRecord]:
+    """The ledger is the source of truth; run.json's copy is used when the ledger is gone."""
+    ledger = run_dir / "ledger.jsonl"
+    return Ledger(ledger).records() if ledger.exists() else list(run.submissions)
+
+
+def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
+    """Compute the analysis of a finished run and (re)write summary.jsonl, summary.md and
+    analysis.json from scratch."""
+    run: RunRecord = load_run(run_dir)
+    subs = _submissions(run_dir, run)
+    builder = IterationBuilder(run_dir, run.task.level if run.task else "L1")
+    iterations = [builder.add(rec) for rec in subs]
+    analysis, final_files = _run_level(run_dir, run, subs, builder, iterations, heldout)
+    write_analysis(run_dir, analysis, final_files)
+    return analysis
+
+
+def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
+               builder: IterationBuilder, iterations: list[IterationSummary],
+               heldout: list[dict[str, Any]] | None) -> tuple[RunAnalysis, dict[str, str]]:
+    transcript = builder.transcript()
+    grader_log = (run_dir / "grader.log").read_text(errors="replace") \
+        if (run_dir / "grader.log").exists() else ""
+    snapshots = {s.tag: s for s in read_snapshots(run_dir)}
+    artifacts = read_artifacts(run_dir)
+    notes: list[str] = []
+    if not snapshots:
+        notes.append("no code snapshots were recorded; methods and routes are unknown")
+    if heldout is None:
+        notes.append("held-out items not loaded: contamination not checked")
+    final_snap = snapshots.get("final") or (list(snapshots.values())[-1] if snapshots else None)
+    final_files = snapshot_files(run_dir, final_snap.commit) if final_snap else {}
+    iterations = list(iterations)
+    all_methods, all_trained, _ = builder.methods_in(final_files)
+    best_rec = next((r for r in subs if run.best and r.id == run.best.submission_id), None)
     best_iter = next((it for it in iterations if best_rec and it.submission_id == best_rec.id), None)
     run_route = best_iter.training_type if best_iter else route_of(all_methods, trained=all_trained,
                                                                    copy=False) \
         if final_snap else "unknown (no snapshot)"
     agent_s = run.timings.agent_s or None
+    no_valid = not any(r.valid for r in subs)
     iterations.append(IterationSummary(
-        index=len(run.submissions) + 1, submission_id=None, elapsed_marker=hms(agent_s),
-        elapsed_s=agent_s, duration_s=round(agent_s - prev_elapsed, 2) if agent_s else None,
+        index=len(subs) + 1, submission_id=None, elapsed_marker=hms(agent_s),
+        elapsed_s=agent_s, duration_s=round(agent_s - builder.prev_elapsed, 2) if agent_s else None,
         status=run.exit_reason or run.status, exit_code=run.agent_exit_code,
         score=run.best.score if run.best else None, improvement=run.improvement,
         training_type=run_route, methods=sorted(all_methods),
-        failure_type="early coding failure" if not any(r.valid for r in run.submissions) else None,
-        failure_evidence="no valid submission in the whole run"
-        if not any(r.valid for r in run.submissions) else None,
+        failure_type="early coding failure" if no_valid else None,
+        failure_evidence="no valid submission in the whole run" if no_valid else None,
         changed_files=final_snap.changed[:50] if final_snap else [],
         scripts=sorted(executed_scripts(transcript, final_files))))
 
-    subs = run.submissions
     valid = [r for r in subs if r.valid]
     baseline = run.baseline.score if run.baseline else None
     improving = [r for r in subs if r.valid and r.improvement is not None and r.improvement > 0]
@@ -246,8 +279,8 @@ def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -
         baseline=baseline, best=run.best.score if run.best else None, improvement=run.improvement,
         scores=[r.score for r in subs], submissions=len(subs),
         valid_rate=round(len(valid) / len(subs), 4) if subs else None,
-        zero_score_rate=round(sum(1 for r in subs if r.status == "failed" or r.score == 0) / len(subs), 4)
-        if subs else None,
+        zero_score_rate=round(sum(1 for r in subs if r.status == "failed" or r.score == 0)
+                              / len(subs), 4) if subs else None,
         best_at_submission=best_rec.seq if best_rec else None,
         time_to_first_improvement_s=improving[0].elapsed_s if improving else None,
         time_to_best_s=best_rec.elapsed_s if best_rec else None,
@@ -257,7 +290,7 @@ def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -
                                 (p.endswith((".py", ".sh")) and not p.startswith("output/"))]),
         model_versions=len({a.path for a in artifacts}))
 
-    experiments = _experiments(artifacts, methods_by_path, data_by_path)
+    experiments = _experiments(artifacts, builder.methods_by_path, builder.data_by_path)
     pairs = list(zip(experiments, experiments[1:], strict=False))
     changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
                   (b.strategy, b.data_source, b.stage))
@@ -268,13 +301,13 @@ def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -
     findings = audit(task=run.config.task, code=final_files, transcript=transcript,
                      grader_log=grader_log,
                      rejected_errors=[r.error or "" for r in subs if r.status == "rejected"],
-                     base_copies=[a.path for a in artifacts if base_hash and a.weights_hash == base_hash],
+                     base_copies=[a.path for a in artifacts
+                                  if base_hash and a.weights_hash == base_hash],
                      data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
     if not run.sandboxed:
         findings.append(Finding(
             kind="unsandboxed", severity="critical", message="the agent ran without a sandbox "
             "(--no-sandbox): isolation of held-out data and the ledger was not enforced"))
-
     analysis = RunAnalysis(
         run_id=run.run_id, task=run.config.task, route=run_route,
         methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),
@@ -282,8 +315,54 @@ def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -
         experiments=experiments, strategy_changes=changes,
         change_rate=round(changes / len(pairs), 4) if pairs else None, iterations=iterations,
         findings=findings, sandboxed=run.sandboxed, notes=notes)
-    write_analysis(run_dir, analysis, final_files)
-    return analysis
+    return analysis, final_files
+
+
+class LiveSummary:
+    """Append-only summary.jsonl / summary.md written while the run goes on: one iteration as
+    each submission finishes (in completion order), then the final record and the run-level
+    sections when the run ends. `a2rl analyze` can always rebuild both files from evidence."""
+
+    def __init__(self, run_dir: Path, level: str) -> None:
+        self.run_dir = run_dir
+        self.builder = IterationBuilder(run_dir, level)
+        self.iterations: list[IterationSummary] = []
+        self._lock = threading.Lock()
+
+    def _append(self, name: str, text: str) -> None:
+        with (self.run_dir / name).open("a") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def submission_finished(self, rec: SubmissionRecord) -> None:
+        with self._lock:
+            item = self.builder.add(rec)
+            self.iterations.append(item)
+            self._append("summary.jsonl", item.model_dump_json() + "\n")
+            self._append("summary.md", render_iteration(item, self._files(item)) + "\n")
+
+    def _files(self, item: IterationSummary) -> dict[str, str]:
+        snap = next((s for s in read_snapshots(self.run_dir) if s.tag == item.submission_id), None)
+        return snapshot_files(self.run_dir, snap.commit) if snap else {}
+
+    def finish(self, heldout: list[dict[str, Any]] | None) -> RunAnalysis:
+        with self._lock:
+            run = load_run(self.run_dir)
+            subs = _submissions(self.run_dir, run)
+            done = {it.submission_id for it in self.iterations}
+            for rec in subs:  # anything that finished without an event (e.g. interrupted)
+                if rec.id not in done:
+                    self.iterations.append(self.builder.add(rec))
+                    self._append("summary.jsonl", self.iterations[-1].model_dump_json() + "\n")
+            analysis, files = _run_level(self.run_dir, run, subs, self.builder, self.iterations,
+                                         heldout)
+            final = analysis.iterations[-1]
+            self._append("summary.jsonl", final.model_dump_json() + "\n")
+            self._append("summary.md", render_iteration(final, files) + "\n"
+                         + render_overview(analysis))
+            atomic_write_text(self.run_dir / "analysis.json", analysis.model_dump_json(indent=2))
+            return analysis
 
 
 def write_analysis(run_dir: Path, analysis: RunAnalysis, final_files: dict[str, str]) -> None:
@@ -294,36 +373,46 @@ def write_analysis(run_dir: Path, analysis: RunAnalysis, final_files: dict[str, 
 
 
 def render_markdown(a: RunAnalysis, files: dict[str, str]) -> str:
+    body = "".join(render_iteration(it, files) + "\n" for it in a.iterations)
+    return body + render_overview(a)
+
+
+def render_iteration(it: IterationSummary, files: dict[str, str]) -> str:
+    title = f"Iteration {it.index}" + (f" — {it.submission_id}" if it.submission_id else " — final")
+    code = f" (exit code {it.exit_code})" if it.exit_code is not None else ""
+    out = [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}",
+           f"- score: {it.score} (improvement {it.improvement})",
+           f"- training type: {it.training_type}; methods: {', '.join(it.methods) or 'none'}"]
+    if it.config:
+        out.append("- configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(it.config.items())))
+    if it.scripts:
+        out.append("- scripts run: " + ", ".join(it.scripts))
+    if it.changed_files:
+        out.append("- changed since the previous snapshot: " + ", ".join(it.changed_files[:15]))
+    if it.failure_type:
+        out.append(f"- failure: **{it.failure_type}** — {it.failure_evidence}")
+    if it.scripts and it.scripts[0] in files:
+        excerpt = "\n".join(files[it.scripts[0]].splitlines()[:25])
+        out += ["", f"```python\n# {it.scripts[0]} (first lines)\n{excerpt}\n```"]
+    return "\n".join(out) + "\n"
+
+
+def render_overview(a: RunAnalysis) -> str:
     m = a.metrics
-    out = [f"# Run {a.run_id} ({a.task})", "",
+    out = [f"# Run {a.run_id} ({a.task}): overview", "",
            f"- route: **{a.route}**; methods attempted: {', '.join(a.methods_attempted) or 'none'};"
            f" in the best submission: {', '.join(a.methods_in_best) or 'none'}",
            f"- baseline {m.baseline}, best {m.best}, improvement {m.improvement}; "
-           f"{m.submissions} submissions, valid rate {m.valid_rate}, zero-score rate {m.zero_score_rate}",
+           f"{m.submissions} submissions, valid rate {m.valid_rate}, zero-score rate "
+           f"{m.zero_score_rate}",
            f"- time to first improvement {hms(m.time_to_first_improvement_s)}, to best "
            f"{hms(m.time_to_best_s)}; time used {m.time_used_ratio}; last-submit gap "
            f"{hms(m.last_submit_gap_s)}; code files {m.code_files_written}; model versions "
            f"{m.model_versions}",
-           f"- strategy changes {a.strategy_changes} (rate {a.change_rate})",
+           f"- strategy changes {a.strategy_changes} (rate {a.change_rate}); experiments: "
+           + ("; ".join(f"{e.path} ({e.strategy}, {e.data_source}, {e.stage})" for e in a.experiments)
+              or "none"),
            "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
-    for it in a.iterations:
-        title = f"Iteration {it.index}" + (f" — {it.submission_id}" if it.submission_id else " — final")
-        code = f" (exit code {it.exit_code})" if it.exit_code is not None else ""
-        out += [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}",
-                f"- score: {it.score} (improvement {it.improvement})",
-                f"- training type: {it.training_type}; methods: {', '.join(it.methods) or 'none'}"]
-        if it.config:
-            out.append("- configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(it.config.items())))
-        if it.scripts:
-            out.append("- scripts run: " + ", ".join(it.scripts))
-        if it.changed_files:
-            out.append("- changed since the previous snapshot: " + ", ".join(it.changed_files[:15]))
-        if it.failure_type:
-            out.append(f"- failure: **{it.failure_type}** — {it.failure_evidence}")
-        if it.scripts and it.scripts[0] in files:
-            excerpt = "\n".join(files[it.scripts[0]].splitlines()[:25])
-            out += ["", f"```python\n# {it.scripts[0]} (first lines)\n{excerpt}\n```"]
-        out.append("")
     if a.findings:
         out += ["## Audit", ""]
         for f in a.findings:

@@ -8,6 +8,7 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -36,6 +37,9 @@ from a2rl.runner._supervise import AgentProcess
 from a2rl.sandbox import get_sandbox
 from a2rl.tasks import Task, get_task
 from a2rl.workspace import build_workspace, check_mode
+
+if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
+    from a2rl.analysis import LiveSummary
 
 _VERSIONED = ("a2rl", "torch", "transformers", "trl", "accelerate", "datasets", "reasoning-gym",
               "fastapi", "uvicorn", "pydantic", "vllm")
@@ -66,8 +70,9 @@ class _RunEvents:
     """Shows submissions and evaluation progress while the agent works, and snapshots the
     agent's code and models at each submission."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, summary: LiveSummary) -> None:
         self.progress = progress
+        self.summary = summary
         self.recorder: RunRecorder | None = None
         self._bars: dict[str, object] = {}
 
@@ -96,6 +101,10 @@ class _RunEvents:
                           f"improvement {record.improvement:+.2f}  best {best:.2f}")
         else:
             console.print(f"[red]✘ {record.id}[/] {record.status}: {record.error}")
+        try:
+            self.summary.submission_finished(record)
+        except Exception as exc:  # diagnostics must never break grading
+            console.print(f"[yellow]summary for {record.id} failed: {exc}[/]")
 
 
 def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
@@ -127,6 +136,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
     console.print(f"run directory: {run_dir}")
     server: GraderServer | None = None
     grader: Grader | None = None
+    live_summary: LiveSummary | None = None
     try:
         base = resolve_model(config.model)
         record.model = ModelInfo(spec=base.spec, source=base.source, path=str(base.path),
@@ -158,7 +168,10 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                                   f" ({baseline.eval_seconds:.0f} s)"))
 
         with _progress(console) as progress:
-            events = _RunEvents(progress)
+            from a2rl.analysis import LiveSummary
+
+            live_summary = LiveSummary(run_dir, task.level)
+            events = _RunEvents(progress, live_summary)
             grader = Grader(run_dir, ws.root, task, base, baseline,
                             GraderConfig(budget_s=config.budget_s,
                                          eval_timeout_s=config.eval_timeout_s), events=events)
@@ -224,17 +237,16 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         record.ended_at = utcnow()
         record.timings.total_s = round(time.monotonic() - started, 2)
         save()
-        if record.agent_started_at is not None:
-            _analyze_quietly(run_dir, task, console)
+        if live_summary is not None:
+            _analyze_quietly(run_dir, task, live_summary, console)
     return record
 
 
-def _analyze_quietly(run_dir: Path, task: Task, console: Console) -> None:
-    """Per-run analysis at the end of every run; a failure here never loses the run record."""
-    from a2rl.analysis import analyze_run
-
+def _analyze_quietly(run_dir: Path, task: Task, summary: LiveSummary, console: Console) -> None:
+    """Close the live summary with the run-level analysis; a failure here never loses the run
+    record (and `a2rl analyze` can redo it)."""
     try:
-        analysis = analyze_run(run_dir, heldout=task.heldout_items())
+        analysis = summary.finish(task.heldout_items())
         console.print(f"analysis: route {analysis.route}; {len(analysis.findings)} audit finding(s); "
                       f"see {run_dir / 'summary.md'}")
     except Exception as exc:  # analysis is diagnostics: report and go on
