@@ -10,11 +10,11 @@ TORCH_SPEC ?= torch==2.13.0
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml Makefile scripts/ensure-bwrap.sh
+$(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
 	$(BIN)/pip install -e ".[dev,judge]"
-	bash scripts/ensure-bwrap.sh
+	bash scripts/ensure-system-deps.sh
 	touch $@
 
 demo: install

@@ -252,3 +252,54 @@ def test_outputs_written(tmp_path: Path, name: str) -> None:
     run.submit("output/v1", "rejected", None, 10, None, error="x does not exist")
     analyze_run(run.finish(), heldout=[])
     assert (run.dir / name).stat().st_size > 0
+
+
+STRACE_LOG = """\
+100 1000.000000 execve("/usr/bin/bash", ["bash", "-c", "python code/train.py --out output/v1"], 0x1 /* 3 vars */) = 0
+101 1001.000000 execve("/usr/local/bin/python", ["python", "code/train.py", "--out", "output/v1"], 0x1 /* 3 vars */) = -1 ENOENT (No such file or directory)
+101 1001.000100 execve("/usr/bin/python3", ["python3", "code/train.py", "--out", "output/v1"], 0x1 /* 3 vars */) = 0
+101 1011.000000 +++ exited with 1 +++
+102 1012.000000 execve("/usr/bin/python3", ["python3", "code/train.py", "--out", "output/v1"], 0x1 /* 3 vars */) = 0
+103 1013.000000 execve("/usr/bin/ls", ["ls", "output"], 0x1 /* 3 vars */) = 0
+103 1013.500000 +++ exited with 0 +++
+102 1100.000000 +++ exited with 0 +++
+104 1101.000000 execve("/usr/bin/curl", ["curl", "-X", "POST", "http://127.0.0.1:1/submit", "-d", "{\\"model_path\\": \\"output/v1\\"}"], 0x1 /* 3 vars */) = 0
+104 1102.000000 +++ exited with 0 +++
+105 1103.000000 execve("/usr/bin/sleep", ["sleep", "100"], 0x1 /* 3 vars */) = 0
+105 1150.000000 +++ killed by SIGKILL +++
+100 1150.000000 +++ exited with 0 +++
+"""
+
+
+def test_parse_exec_log() -> None:
+    from a2rl.recording import parse_exec_log
+
+    events = parse_exec_log(STRACE_LOG, 1000.0)
+    by_pid = {e.pid: e for e in events}
+    assert by_pid[101].program == "/usr/bin/python3" and by_pid[101].start_s == 1.0
+    assert by_pid[101].exit_code == 1 and by_pid[101].end_s == 11.0
+    assert by_pid[104].argv[-1] == '{"model_path": "output/v1"}'
+    assert by_pid[105].exit_code == -9
+    assert [e.pid for e in events] == [100, 101, 102, 103, 104, 105]
+
+
+def test_traced_run_gives_experiments_and_phases(tmp_path: Path) -> None:
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT, run=False)  # the transcript says nothing: the trace does
+    run.model("output/v1", "model", "h1")
+    run.submit("output/v1", "scored", 30.0, 102, "h1")
+    from a2rl.recording import parse_exec_log
+
+    events = parse_exec_log(STRACE_LOG, 1000.0)
+    (run.dir / "agent" / "exec.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    a = analyze_run(run.finish(), heldout=[])
+    assert a.exec_traced and a.route == "SFT-only"
+    assert a.iterations[0].scripts == ["code/train.py"]
+    # the crashed attempt and the rerun are both verified experiments
+    assert [(e.exit_code, e.duration_s, e.path) for e in a.experiments] == [
+        (1, 10.0, "output/v1"), (0, 88.0, "output/v1")]
+    phases = {c["argv"].split()[0]: c["phase"] for c in a.commands}
+    assert phases["ls"] == "exploration" and phases["curl"] == "evaluation"
+    assert phases["sleep"] == "checkpoint/waiting"
+    assert [c["phase"] for c in a.commands if c["argv"].startswith("python3")] == ["SFT", "debugging"]
+    assert a.phase_seconds["SFT"] == 10.0 and a.phase_seconds["debugging"] == 88.0

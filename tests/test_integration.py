@@ -162,6 +162,10 @@ def test_reference_agent_pipeline_on_tiny_model(tmp_path: Path, tiny_model: Path
     assert [(e.path, e.stage, e.data_source) for e in analysis.experiments] == [
         ("output/v1", "from base", "curated"), ("output/v2", "from checkpoint", "curated")]
     assert analysis.strategy_changes == 1 and analysis.change_rate == 1.0
+    if rec.exec_traced:  # strace installed (CI installs it)
+        assert analysis.exec_traced and analysis.phase_seconds["SFT"] > 0
+        assert all(e.exit_code == 0 and "train_sft.py" in (e.command or "")
+                   for e in analysis.experiments)
     assert analysis.metrics.submissions == 2 and analysis.metrics.model_versions == 2
     lines = (rd / "summary.jsonl").read_text().splitlines()
     assert len(lines) == 3 and '"submission_id":null' in lines[-1].replace(" ", "")

@@ -14,6 +14,7 @@ from typing import Any
 
 from a2rl._util import atomic_write_text
 from a2rl.analysis._audit import audit, data_files
+from a2rl.analysis._phases import phase_times, script_of
 from a2rl.analysis._records import (
     Experiment,
     FailureType,
@@ -24,7 +25,15 @@ from a2rl.analysis._records import (
 )
 from a2rl.analysis._routes import ScriptMethods, analyse_script, route_of, training_kind
 from a2rl.grader import Ledger, SubmissionRecord
-from a2rl.recording import ArtifactEntry, read_artifacts, read_snapshots, snapshot_files
+from a2rl.recording import (
+    ArtifactEntry,
+    ExecEvent,
+    parse_exec_log,
+    read_artifacts,
+    read_exec_events,
+    read_snapshots,
+    snapshot_files,
+)
 from a2rl.runner import RunRecord, load_run
 
 _RUN_SCRIPT = re.compile(r"(?:python[\d.]*|accelerate launch|torchrun|deepspeed)\s+(?:-\S+\s+)*"
@@ -35,6 +44,7 @@ _CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs",
                 "lora_alpha": "lora_alpha", "num_generations": "num_generations", "beta": "beta",
                 "max_train": "data_size", "max_length": "max_length"}
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
+_OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o")
 
 
 def hms(seconds: float | None) -> str:
@@ -48,6 +58,36 @@ def executed_scripts(transcript: str, files: dict[str, str]) -> set[str]:
     """Scripts in the snapshot that the transcript shows being run."""
     ran = {Path(m).name for m in _RUN_SCRIPT.findall(transcript)}
     return {p for p in files if p.endswith(".py") and Path(p).name in ran}
+
+
+def script_path(arg: str, files: dict[str, str], workspace: Path) -> str | None:
+    """Map a script argument from the trace to a path in the snapshot."""
+    p = Path(arg)
+    if p.is_absolute():
+        try:
+            arg = str(p.relative_to(workspace.resolve()))
+        except ValueError:
+            try:
+                arg = str(p.relative_to(workspace))
+            except ValueError:
+                return None
+    arg = arg.removeprefix("./")
+    if arg in files:
+        return arg
+    matches = [f for f in files if Path(f).name == Path(arg).name and f.endswith(arg)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def traced_scripts(events: list[ExecEvent], files: dict[str, str], workspace: Path,
+                   until: float | None) -> set[str]:
+    ran: set[str] = set()
+    for ev in events:
+        if until is not None and ev.start_s > until:
+            continue
+        arg = script_of(ev)
+        if arg and (path := script_path(arg, files, workspace)):
+            ran.add(path)
+    return ran
 
 
 def _ast_config(source: str) -> dict[str, Any]:
@@ -132,7 +172,52 @@ def _experiments(artifacts: list[ArtifactEntry], methods_by_path: dict[str, set[
     return out
 
 
+def _data_kind(paths: list[str]) -> str:
+    given = any("/data/" in p or p.startswith("data/") for p in paths)
+    own = any(not ("/data/" in p or p.startswith("data/")) for p in paths)
+    return "mixed" if given and own else "curated" if given else \
+        "self-generated" if own else "unknown"
+
+
+def _traced_experiments(labelled: list[tuple[ExecEvent, str]], files: dict[str, str],
+                        workspace: Path, artifacts: list[ArtifactEntry]) -> list[Experiment]:
+    """One experiment per program that ran a training script (one that updates parameters),
+    successful or not: a crashed run is still an attempt."""
+    by_path = {a.path: a for a in artifacts}
+    out: list[Experiment] = []
+    ws = str(workspace.resolve())
+    for ev, _phase in labelled:
+        arg = script_of(ev)
+        path = script_path(arg, files, workspace) if arg else None
+        if path is None:
+            continue
+        found = analyse_script(path, files[path])
+        if not found.trains:
+            continue
+        methods = found.methods
+        rel = [a.replace(ws + "/", "").removeprefix("./") for a in ev.argv[1:]]
+        flagged = [rel[i + 1] for i, a in enumerate(rel[:-1]) if a in _OUT_FLAGS] + \
+            [a.split("=", 1)[1] for a in rel if a.split("=", 1)[0] in _OUT_FLAGS and "=" in a]
+        # The output folder: named by an --out-style flag, else a model folder on the command
+        # line that first appeared after the command started.
+        out_dir = next((a.rstrip("/") for a in flagged if a.rstrip("/") in by_path), None) or next(
+            (a for a in rel if a in by_path and by_path[a].elapsed_s >= ev.start_s), None)
+        parent = by_path[out_dir].parent if out_dir else None
+        inputs = [a for a in rel if a.endswith((".jsonl", ".json", ".csv", ".parquet", ".txt"))
+                  or a.startswith("data")]
+        model_args = [a for a in rel if a == "model" or a.endswith("/model") or a in by_path]
+        init = parent or next((a for a in model_args if a != out_dir), None)
+        stage = "from checkpoint" if init and init in by_path else "from base"
+        out.append(Experiment(
+            path=out_dir, elapsed_s=ev.start_s, parent=init, strategy=training_kind(methods),
+            data_source=_data_kind(inputs), stage=stage, command=" ".join(ev.argv)[:1000],
+            exit_code=ev.exit_code,
+            duration_s=round(ev.end_s - ev.start_s, 2) if ev.end_s is not None else None))
+    return out
+
+
 def _data_source(files: dict[str, str], model_path: str) -> str:
+    """Data source of the run that wrote `model_path`, from the training arguments saved there."""
     for name in _ARGS_FILES:
         text = files.get(f"{model_path.rstrip('/')}/{name}")
         if text:
@@ -140,11 +225,8 @@ def _data_source(files: dict[str, str], model_path: str) -> str:
                 data = json.loads(text)
             except ValueError:
                 continue
-            paths = [str(v) for k, v in data.items() if "data" in k.lower() and isinstance(v, str)]
-            given = any("/data/" in p or p.startswith("data/") for p in paths)
-            own = any(not ("/data/" in p or p.startswith("data/")) for p in paths)
-            return "mixed" if given and own else "curated" if given else \
-                "self-generated" if own else "unknown"
+            return _data_kind([str(v) for k, v in data.items()
+                               if "data" in k.lower() and isinstance(v, str)])
     return "unknown"
 
 
@@ -156,8 +238,8 @@ class IterationBuilder:
     snapshot taken when the submission arrived and the transcript up to now.
     """
 
-    def __init__(self, run_dir: Path, level: str) -> None:
-        self.run_dir, self.level = run_dir, level
+    def __init__(self, run_dir: Path, level: str, exec_t0: float | None = None) -> None:
+        self.run_dir, self.level, self.exec_t0 = run_dir, level, exec_t0
         self.best: float | None = None
         self.had_valid = False
         self.prev_elapsed = 0.0
@@ -169,8 +251,21 @@ class IterationBuilder:
         path = self.run_dir / "agent" / "transcript.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def methods_in(self, files: dict[str, str]) -> tuple[set[str], bool, list[str]]:
-        ran = executed_scripts(self.transcript(), files)
+    def exec_events(self) -> list[ExecEvent] | None:
+        """The exec trace: final (exec.jsonl) after the run, parsed from the raw log during it."""
+        events = read_exec_events(self.run_dir)
+        raw = self.run_dir / "agent" / "exec.log"
+        if events is None and self.exec_t0 is not None and raw.exists():
+            events = parse_exec_log(raw.read_text(errors="replace"), self.exec_t0)
+        return events
+
+    def methods_in(self, files: dict[str, str], until: float | None = None
+                   ) -> tuple[set[str], bool, list[str]]:
+        events = self.exec_events()
+        if events is not None:
+            ran = traced_scripts(events, files, self.run_dir / "workspace", until)
+        else:
+            ran = executed_scripts(self.transcript(), files)
         methods: set[str] = set()
         trained = False
         for path in sorted(ran):
@@ -184,7 +279,7 @@ class IterationBuilder:
     def add(self, rec: SubmissionRecord) -> IterationSummary:
         snap = next((s for s in read_snapshots(self.run_dir) if s.tag == rec.id), None)
         files = snapshot_files(self.run_dir, snap.commit) if snap else {}
-        methods, trained, ran = self.methods_in(files)
+        methods, trained, ran = self.methods_in(files, until=rec.elapsed_s)
         rel_model = rec.model_path
         if rec.resolved_path:
             try:
@@ -290,12 +385,28 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                                 (p.endswith((".py", ".sh")) and not p.startswith("output/"))]),
         model_versions=len({a.path for a in artifacts}))
 
-    experiments = _experiments(artifacts, builder.methods_by_path, builder.data_by_path)
+    events = builder.exec_events()
+    labelled: list[tuple[ExecEvent, str]] = []
+    phase_seconds: dict[str, float] = {}
+    if events is not None:
+        ws = run_dir / "workspace"
+        script_methods: dict[str, set[str]] = {}
+        for ev in events:
+            arg = script_of(ev)
+            path = script_path(arg, final_files, ws) if arg else None
+            if arg and path:
+                script_methods[arg] = analyse_script(path, final_files[path]).methods
+        labelled, phase_seconds = phase_times(events, script_methods, horizon=agent_s or 0.0)
+        experiments = _traced_experiments(labelled, final_files, ws, artifacts)
+    else:
+        notes.append("no exec trace (strace missing or disabled): experiments come from the "
+                     "artifact index, scripts from the transcript")
+        experiments = _experiments(artifacts, builder.methods_by_path, builder.data_by_path)
     pairs = list(zip(experiments, experiments[1:], strict=False))
     changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
                   (b.strategy, b.data_source, b.stage))
-    notes.append("phase labels per agent turn need the launcher's event log (not recorded for "
-                 "this agent); scripts count as executed when the transcript shows them run")
+    notes.append("phases are labelled per program the agent ran; turn-level labels need an LLM "
+                 "launcher's event log")
 
     base_hash = run.model.content_hash if run.model else None
     findings = audit(task=run.config.task, code=final_files, transcript=transcript,
@@ -314,7 +425,10 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         methods_in_best=best_iter.methods if best_iter else [], metrics=metrics,
         experiments=experiments, strategy_changes=changes,
         change_rate=round(changes / len(pairs), 4) if pairs else None, iterations=iterations,
-        findings=findings, sandboxed=run.sandboxed, notes=notes)
+        findings=findings, sandboxed=run.sandboxed, notes=notes, exec_traced=events is not None,
+        phase_seconds=phase_seconds,
+        commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
+                   "phase": phase, "argv": " ".join(ev.argv)[:1000]} for ev, phase in labelled])
     return analysis, final_files
 
 

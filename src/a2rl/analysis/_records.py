@@ -47,9 +47,12 @@ class IterationSummary(BaseModel):
 
 
 class Experiment(BaseModel):
-    """A verified training experiment: a model folder produced by a parameter update."""
+    """A verified training experiment: an executed command that launched a parameter update
+    (from the exec trace), or, for untraced runs, a model folder with training lineage."""
 
-    path: str
+    path: str | None
+    """Model folder the command writes to (named by an --out-style flag, or a model folder on its
+    command line that appeared after it started); None when that cannot be told."""
     elapsed_s: float
     parent: str | None
     strategy: str
@@ -58,6 +61,10 @@ class Experiment(BaseModel):
     """d: curated (the given data), self-generated, mixed, unknown."""
     stage: str
     """g: `from base` or `from checkpoint`."""
+    command: str | None = None
+    """The command line (exec-traced runs)."""
+    exit_code: int | None = None
+    duration_s: float | None = None
 
 
 class Finding(BaseModel):
@@ -108,5 +115,11 @@ class RunAnalysis(BaseModel):
     iterations: list[IterationSummary]
     findings: list[Finding]
     sandboxed: bool
+    exec_traced: bool = False
+    """Programs and experiments come from the exec trace (else from transcript and artifacts)."""
+    phase_seconds: dict[str, float] = Field(default_factory=dict)
+    """Wall time covered by programs of each phase (exec-traced runs)."""
+    commands: list[dict[str, Any]] = Field(default_factory=list)
+    """Programs the agent ran with their phase: start, end, exit code, command line."""
     notes: list[str] = Field(default_factory=list)
     """What this analysis could not determine, and why."""

@@ -1,8 +1,16 @@
 """What the agent did, recorded by the harness during the run (outside the workspace)."""
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
+from a2rl.recording._exec_trace import (
+    ExecEvent,
+    parse_exec_log,
+    read_exec_events,
+    strace_available,
+    traced_command,
+)
 from a2rl.recording._recorder import RunRecorder
 from a2rl.recording._snapshots import CodeRecorder, Snapshot, read_snapshots, snapshot_files
 
-__all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "RunRecorder", "Snapshot",
-           "read_artifacts", "read_parent", "read_snapshots", "snapshot_files"]
+__all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "RunRecorder",
+           "Snapshot", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
+           "read_snapshots", "snapshot_files", "strace_available", "traced_command"]

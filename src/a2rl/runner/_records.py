@@ -41,6 +41,8 @@ class RunConfig(BaseModel):
     """Parent folder of runs/<task>/<run_id>/."""
     snapshot_every_s: float = 300.0
     """Period of code snapshots between submissions (each submission also takes one)."""
+    exec_trace: bool = True
+    """Record every program the agent runs (strace); skipped with a note when strace is absent."""
 
 
 class TaskInfo(BaseModel):
@@ -96,6 +98,8 @@ class RunRecord(BaseModel):
     """False means the agent ran without OS isolation (--no-sandbox): flag the result."""
     agent_command: str | None = None
     """The command line started inside the sandbox (secrets never appear in it)."""
+    exec_traced: bool = False
+    """True when agent/exec.jsonl lists every program the agent ran (strace)."""
     grader_url: str | None = None
     baseline: BaselineRecord | None = None
     submissions: list[SubmissionRecord] = Field(default_factory=list)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import secrets
 import sys
@@ -31,7 +32,7 @@ from a2rl.grader import (
     score_baseline,
 )
 from a2rl.models import resolve_model
-from a2rl.recording import RunRecorder
+from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess
 from a2rl.sandbox import get_sandbox
@@ -181,7 +182,19 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
             ctx = AgentContext(workspace=ws, grader_url=server.url, token=server.token,
                                budget_s=config.budget_s, task=task.name, mode=config.mode,
                                python=sys.executable, options=config.agent_options)
-            argv = sandbox.wrap(agent.command(ctx), workspace=ws.root)
+            argv = agent.command(ctx)
+            trace_fd: int | None = None
+            strace = strace_available() if config.exec_trace else None
+            if strace:
+                (run_dir / "agent").mkdir(exist_ok=True)
+                trace_fd = os.open(run_dir / "agent" / "exec.log",
+                                   os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                argv = traced_command(argv, strace=strace, fd=trace_fd)
+            elif config.exec_trace:
+                console.print("[yellow]strace is not installed: the programs the agent runs are "
+                              "not recorded (apt-get install strace)[/]")
+            record.exec_traced = trace_fd is not None
+            argv = sandbox.wrap(argv, workspace=ws.root)
             record.agent_command = agent.describe(ctx)
             record.status = "running"
             record.agent_started_at = utcnow()
@@ -191,8 +204,11 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                                                      every_s=config.snapshot_every_s)
             grader.start_clock()
             recorder.start()
-            t1 = time.monotonic()
+            t1, t1_epoch = time.monotonic(), time.time()
+            if trace_fd is not None:
+                live_summary.builder.exec_t0 = t1_epoch
             proc = AgentProcess(argv, env=agent.environment(ctx), cwd=ws.root,
+                                pass_fds=(trace_fd,) if trace_fd is not None else (),
                                 transcript=run_dir / "agent" / "transcript.log",
                                 echo=(lambda s: progress.console.print(f"[dim]  agent│ {s}[/]",
                                                                        markup=True,
@@ -202,6 +218,9 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                 grader.remaining, grace_s=config.grace_s,
                 tick=lambda: progress.update(agent_bar, completed=grader.elapsed()))
             proc.close()
+            if trace_fd is not None:
+                os.close(trace_fd)
+                _write_exec_events(run_dir, t1_epoch)
             grader.stop_accepting()
             recorder.stop()
             record.timings.agent_s = round(time.monotonic() - t1, 2)
@@ -240,6 +259,13 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         if live_summary is not None:
             _analyze_quietly(run_dir, task, live_summary, console)
     return record
+
+
+def _write_exec_events(run_dir: Path, t0: float) -> None:
+    raw = run_dir / "agent" / "exec.log"
+    events = parse_exec_log(raw.read_text(errors="replace"), t0)
+    atomic_write_text(run_dir / "agent" / "exec.jsonl",
+                      "".join(e.model_dump_json() + "\n" for e in events))
 
 
 def _analyze_quietly(run_dir: Path, task: Task, summary: LiveSummary, console: Console) -> None:

@@ -17,12 +17,12 @@ class AgentProcess:
     """The agent's process group. stdout+stderr go to `transcript` (outside the workspace)."""
 
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, transcript: Path,
-                 echo: Callable[[str], None] | None = None) -> None:
+                 echo: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
         transcript.parent.mkdir(parents=True, exist_ok=True)
         self._log = transcript.open("ab")
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, pass_fds=pass_fds)
         self._pump = threading.Thread(target=self._copy_output, args=(echo,), daemon=True)
         self._pump.start()
 

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System tools a2rl uses: bubblewrap isolates the agent (and HumanEval programs), strace records
+# which programs the agent ran. Install them when we can (root + apt); otherwise explain.
+set -euo pipefail
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  exit 0
+fi
+echo "WARNING: missing system packages: ${missing[*]} (sudo apt-get install ${missing[*]})." >&2
+echo "         Without bubblewrap 'a2rl run' refuses to start unless you pass --no-sandbox;" >&2
+echo "         without strace runs are not exec-traced (the analysis falls back to transcripts)." >&2

@@ -1,0 +1,89 @@
+"""Which programs the agent actually ran: every execve inside the sandbox, with start and end
+time and exit status, recorded by strace (seccomp-filtered, so only exec calls stop the tracee).
+
+This is the evidence behind "a verified training experiment = an executed command that launched a
+parameter update" for any agent, scripted or LLM-driven. The trace is written to a file descriptor
+the harness opened outside the workspace; the agent's own shell closes its copy. It is an audit
+aid, not a security boundary: an agent that kills its tracer stops being traced (which the trace
+then shows, because the record ends early).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from pydantic import BaseModel
+
+_EXEC = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+execve\("((?:[^"\\]|\\.)*)", \[(.*?)\]\.?\.?\.?, .*\) = (\S+)')
+_EXIT = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+\+\+\+ (?:exited with (\d+)|killed by (SIG\w+))")
+_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
+
+
+class ExecEvent(BaseModel):
+    """One line of `agent/exec.jsonl`: one process image the agent started."""
+
+    pid: int
+    """Process id inside the sandbox's PID namespace."""
+    start_s: float
+    """Seconds after the agent started when the program was exec'd."""
+    end_s: float | None
+    """When the process ended (None: still running when the trace stopped)."""
+    exit_code: int | None
+    """Exit status; negative = killed by that signal number."""
+    program: str
+    """Path of the executable."""
+    argv: list[str]
+
+
+def strace_available() -> str | None:
+    return shutil.which("strace")
+
+
+def traced_command(argv: list[str], *, strace: str, fd: int) -> list[str]:
+    """Wrap `argv` so strace logs every exec to /dev/fd/<fd>; the agent's shell closes the fd."""
+    return [strace, "-f", "-q", "--seccomp-bpf", "-e", "trace=execve", "-e", "signal=none",
+            "-ttt", "-s", "4096", "-o", f"/dev/fd/{fd}", "--",
+            "bash", "-c", f'exec {fd}>&-; exec "$@"', "a2rl-agent", *argv]
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
+
+
+def parse_exec_log(text: str, t0: float) -> list[ExecEvent]:
+    """Parse strace output; times are made relative to `t0` (the agent's start, epoch s)."""
+    by_pid: dict[int, ExecEvent] = {}
+    done: list[ExecEvent] = []
+    for line in text.splitlines():
+        if m := _EXEC.match(line):
+            pid, ts, program, args, result = int(m[1]), float(m[2]), m[3], m[4], m[5]
+            if result != "0":
+                continue  # PATH lookups that failed
+            argv = [_unescape(a) for a in _ARG.findall(args)]
+            prev = by_pid.get(pid)
+            start = prev.start_s if prev else round(ts - t0, 3)
+            # A process that exec's again (shims, `exec "$@"`) keeps its start, changes program.
+            by_pid[pid] = ExecEvent(pid=pid, start_s=start, end_s=None, exit_code=None,
+                                    program=_unescape(program), argv=argv)
+        elif m := _EXIT.match(line):
+            pid, ts = int(m[1]), float(m[2])
+            ev = by_pid.pop(pid, None)
+            if ev is None:
+                continue
+            ev.end_s = round(ts - t0, 3)
+            ev.exit_code = int(m[3]) if m[3] is not None else -_SIGNALS.get(m[4], 0)
+            done.append(ev)
+    done.extend(by_pid.values())
+    return sorted(done, key=lambda e: (e.start_s, e.pid))
+
+
+def read_exec_events(run_dir: Path) -> list[ExecEvent] | None:
+    """None when the run was not traced."""
+    path = run_dir / "agent" / "exec.jsonl"
+    if not path.exists():
+        return None
+    return [ExecEvent.model_validate_json(line) for line in path.read_text().splitlines()
+            if line.strip()]
