@@ -28,6 +28,7 @@ from a2rl.grader import Ledger, SubmissionRecord
 from a2rl.recording import (
     ArtifactEntry,
     ExecEvent,
+    diff_stat,
     parse_exec_log,
     read_artifacts,
     read_exec_events,
@@ -88,6 +89,18 @@ def traced_scripts(events: list[ExecEvent], files: dict[str, str], workspace: Pa
         if arg and (path := script_path(arg, files, workspace)):
             ran.add(path)
     return ran
+
+
+def training_excerpt(path: str, source: str, found: ScriptMethods, *, before: int = 3,
+                     after: int = 14) -> str:
+    """The lines around the first training-method evidence (trainer/config construction)."""
+    lines = source.splitlines()
+    numbers = [int(e.split(":")[0].removeprefix("line ")) for ev in found.evidence.values()
+               for e in ev if e.startswith("line ")]
+    first = min((n for n in numbers if n > 0 and not lines[n - 1].lstrip().startswith(
+        ("import", "from"))), default=1)
+    lo, hi = max(1, first - before), min(len(lines), first + after)
+    return f"# {path}, lines {lo}-{hi}\n" + "\n".join(lines[lo - 1:hi])
 
 
 def _ast_config(source: str) -> dict[str, Any]:
@@ -246,6 +259,7 @@ class IterationBuilder:
         self.methods_by_path: dict[str, set[str]] = {}
         self.data_by_path: dict[str, str] = {}
         self._analysed: dict[tuple[str, str], ScriptMethods] = {}
+        self._prev_commit: str | None = None
 
     def transcript(self) -> str:
         path = self.run_dir / "agent" / "transcript.log"
@@ -298,12 +312,22 @@ class IterationBuilder:
         failure, evidence = _failure(rec, level=self.level, methods=methods, trained=trained,
                                      best_before=self.best, had_valid_before=self.had_valid)
         elapsed = rec.elapsed_s
+        stat = diff_stat(self.run_dir, self._prev_commit, snap.commit) if snap else []
+        if snap:
+            self._prev_commit = snap.commit
+        excerpt = None
+        for path in ran:
+            found = self._analysed.get((path, files[path]))
+            if found and found.trains:
+                excerpt = training_excerpt(path, files[path], found)
+                break
         item = IterationSummary(
             index=rec.seq, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
             duration_s=round(elapsed - self.prev_elapsed, 2) if elapsed is not None else None,
             status=rec.status, score=rec.score, improvement=rec.improvement, training_type=route,
             methods=sorted(methods), failure_type=failure, failure_evidence=evidence, config=config,
-            changed_files=snap.changed[:50] if snap else [], scripts=ran)
+            changed_files=snap.changed[:50] if snap else [], scripts=ran, diff_stat=stat[:20],
+            excerpt=excerpt)
         if elapsed is not None:
             self.prev_elapsed = elapsed
         if rec.valid and rec.score is not None:
@@ -325,14 +349,14 @@ def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -
     subs = _submissions(run_dir, run)
     builder = IterationBuilder(run_dir, run.task.level if run.task else "L1")
     iterations = [builder.add(rec) for rec in subs]
-    analysis, final_files = _run_level(run_dir, run, subs, builder, iterations, heldout)
-    write_analysis(run_dir, analysis, final_files)
+    analysis = _run_level(run_dir, run, subs, builder, iterations, heldout)
+    write_analysis(run_dir, analysis)
     return analysis
 
 
 def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                builder: IterationBuilder, iterations: list[IterationSummary],
-               heldout: list[dict[str, Any]] | None) -> tuple[RunAnalysis, dict[str, str]]:
+               heldout: list[dict[str, Any]] | None) -> RunAnalysis:
     transcript = builder.transcript()
     grader_log = (run_dir / "grader.log").read_text(errors="replace") \
         if (run_dir / "grader.log").exists() else ""
@@ -429,7 +453,7 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         phase_seconds=phase_seconds,
         commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
                    "phase": phase, "argv": " ".join(ev.argv)[:1000]} for ev, phase in labelled])
-    return analysis, final_files
+    return analysis
 
 
 class LiveSummary:
@@ -454,11 +478,7 @@ class LiveSummary:
             item = self.builder.add(rec)
             self.iterations.append(item)
             self._append("summary.jsonl", item.model_dump_json() + "\n")
-            self._append("summary.md", render_iteration(item, self._files(item)) + "\n")
-
-    def _files(self, item: IterationSummary) -> dict[str, str]:
-        snap = next((s for s in read_snapshots(self.run_dir) if s.tag == item.submission_id), None)
-        return snapshot_files(self.run_dir, snap.commit) if snap else {}
+            self._append("summary.md", render_iteration(item) + "\n")
 
     def finish(self, heldout: list[dict[str, Any]] | None) -> RunAnalysis:
         with self._lock:
@@ -469,29 +489,28 @@ class LiveSummary:
                 if rec.id not in done:
                     self.iterations.append(self.builder.add(rec))
                     self._append("summary.jsonl", self.iterations[-1].model_dump_json() + "\n")
-            analysis, files = _run_level(self.run_dir, run, subs, self.builder, self.iterations,
-                                         heldout)
+            analysis = _run_level(self.run_dir, run, subs, self.builder, self.iterations, heldout)
             final = analysis.iterations[-1]
             self._append("summary.jsonl", final.model_dump_json() + "\n")
-            self._append("summary.md", render_iteration(final, files) + "\n"
+            self._append("summary.md", render_iteration(final) + "\n"
                          + render_overview(analysis))
             atomic_write_text(self.run_dir / "analysis.json", analysis.model_dump_json(indent=2))
             return analysis
 
 
-def write_analysis(run_dir: Path, analysis: RunAnalysis, final_files: dict[str, str]) -> None:
+def write_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
     atomic_write_text(run_dir / "analysis.json", analysis.model_dump_json(indent=2))
     atomic_write_text(run_dir / "summary.jsonl",
                       "".join(it.model_dump_json() + "\n" for it in analysis.iterations))
-    atomic_write_text(run_dir / "summary.md", render_markdown(analysis, final_files))
+    atomic_write_text(run_dir / "summary.md", render_markdown(analysis))
 
 
-def render_markdown(a: RunAnalysis, files: dict[str, str]) -> str:
-    body = "".join(render_iteration(it, files) + "\n" for it in a.iterations)
+def render_markdown(a: RunAnalysis) -> str:
+    body = "".join(render_iteration(it) + "\n" for it in a.iterations)
     return body + render_overview(a)
 
 
-def render_iteration(it: IterationSummary, files: dict[str, str]) -> str:
+def render_iteration(it: IterationSummary) -> str:
     title = f"Iteration {it.index}" + (f" — {it.submission_id}" if it.submission_id else " — final")
     code = f" (exit code {it.exit_code})" if it.exit_code is not None else ""
     out = [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}",
@@ -503,11 +522,12 @@ def render_iteration(it: IterationSummary, files: dict[str, str]) -> str:
         out.append("- scripts run: " + ", ".join(it.scripts))
     if it.changed_files:
         out.append("- changed since the previous snapshot: " + ", ".join(it.changed_files[:15]))
+    if it.diff_stat:
+        out.append("- code diff: " + "; ".join(it.diff_stat[-6:]))
     if it.failure_type:
         out.append(f"- failure: **{it.failure_type}** — {it.failure_evidence}")
-    if it.scripts and it.scripts[0] in files:
-        excerpt = "\n".join(files[it.scripts[0]].splitlines()[:25])
-        out += ["", f"```python\n# {it.scripts[0]} (first lines)\n{excerpt}\n```"]
+    if it.excerpt:
+        out += ["", f"```python\n{it.excerpt}\n```"]
     return "\n".join(out) + "\n"
 
 

@@ -42,6 +42,10 @@ class IterationSummary(BaseModel):
     """Key configuration choices (learning rate, steps, epochs, batch, LoRA rank, data size…)."""
     changed_files: list[str] = Field(default_factory=list)
     """Files changed since the previous iteration's snapshot."""
+    diff_stat: list[str] = Field(default_factory=list)
+    """`git diff --stat` of the agent's code since the previous iteration (what was attempted)."""
+    excerpt: str | None = None
+    """A short excerpt of the training script around its training call."""
     scripts: list[str] = Field(default_factory=list)
     """Training scripts in the snapshot that the transcript shows being run."""
 

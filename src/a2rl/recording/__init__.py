@@ -9,8 +9,14 @@ from a2rl.recording._exec_trace import (
     traced_command,
 )
 from a2rl.recording._recorder import RunRecorder
-from a2rl.recording._snapshots import CodeRecorder, Snapshot, read_snapshots, snapshot_files
+from a2rl.recording._snapshots import (
+    CodeRecorder,
+    Snapshot,
+    diff_stat,
+    read_snapshots,
+    snapshot_files,
+)
 
 __all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "RunRecorder",
-           "Snapshot", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
+           "Snapshot", "diff_stat", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
            "read_snapshots", "snapshot_files", "strace_available", "traced_command"]

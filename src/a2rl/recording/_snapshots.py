@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 from a2rl._util import utcnow
 
-EXCLUDED_TOP = ("model", "data")
+# The base model, the data and the docs a2rl wrote are not the agent's work.
+EXCLUDED_TOP = ("model", "data", "description.md", "instructions.md", "timer.sh")
 _GIT_ENV = {"GIT_AUTHOR_NAME": "a2rl", "GIT_AUTHOR_EMAIL": "a2rl@localhost",
             "GIT_COMMITTER_NAME": "a2rl", "GIT_COMMITTER_EMAIL": "a2rl@localhost"}
 
@@ -87,6 +88,7 @@ class CodeRecorder:
             rel_root = Path(root).relative_to(self.workspace)
             if rel_root == Path("."):
                 dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP]
+                files = [f for f in files if f not in EXCLUDED_TOP]
             dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
             for name in files:
                 src = Path(root) / name
@@ -117,8 +119,9 @@ class CodeRecorder:
             self._git("add", "--all", "--force", ".")
             has_head = subprocess.run(["git", f"--git-dir={self.git_dir}", "rev-parse", "HEAD"],
                                       capture_output=True).returncode == 0
-            changed = (self._git("diff", "--cached", "--name-only", "HEAD") if has_head
-                       else self._git("ls-files")).splitlines()
+            changed = [p for p in (self._git("diff", "--cached", "--name-only", "HEAD") if has_head
+                                   else self._git("ls-files")).splitlines()
+                       if p != "LARGE_FILES.json"]
             self._git("commit", "--quiet", "--allow-empty", "-m",
                       f"snapshot {tag} at {elapsed_s:.0f} s")
             commit = self._git("rev-parse", "HEAD")
@@ -137,6 +140,19 @@ def read_snapshots(run_dir: Path) -> list[Snapshot]:
         return []
     return [Snapshot.model_validate_json(line) for line in path.read_text().splitlines()
             if line.strip()]
+
+
+def diff_stat(run_dir: Path, old: str | None, new: str) -> list[str]:
+    """`git diff --stat` of the agent's code (not output/) between two snapshots."""
+    git_dir = run_dir / "code-history.git"
+    args = ["git", f"--git-dir={git_dir}"]
+    if old is None:
+        args += ["show", "--stat", "--format=", new]
+    else:
+        args += ["diff", "--stat", old, new]
+    out = subprocess.run(args + ["--", ".", ":(exclude)output", ":(exclude)LARGE_FILES.json"],
+                         capture_output=True, text=True)
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
 def snapshot_files(run_dir: Path, commit: str) -> dict[str, str]:
