@@ -546,6 +546,8 @@ def render_overview(a: RunAnalysis) -> str:
            f"- strategy changes {a.strategy_changes} (rate {a.change_rate}); experiments: "
            + ("; ".join(f"{e.path} ({e.strategy}, {e.data_source}, {e.stage})" for e in a.experiments)
               or "none"),
+           "- time per phase (programs the agent ran): "
+           + (", ".join(f"{k} {v:.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
            "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
     if a.findings:
         out += ["## Audit", ""]
