@@ -187,6 +187,53 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     console.print(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, {path / 'analysis.json'}")
 
 
+@app.command()
+def rollout(
+    task: Annotated[str, typer.Option(help="An interactive (L3) task.")],
+    model: Annotated[Path, typer.Option(help="Model folder to act with (e.g. model or output/v1).")],
+    out: Annotated[Path, typer.Option(help="Trajectory JSONL to write.")] = Path("rollouts.jsonl"),
+    episodes: Annotated[Path | None, typer.Option(help="Episode file (default: "
+                                                  "$DATA_PATH/episodes.jsonl in a workspace).")] = None,
+    n: Annotated[int | None, typer.Option(help="Only the first N episodes.")] = None,
+    temperature: Annotated[float, typer.Option(help="0 = greedy (as the evaluator).")] = 0.0,
+    seed: Annotated[int, typer.Option()] = 0,
+    max_steps: Annotated[int | None, typer.Option(help="Override the task's step limit.")] = None,
+    task_opt: Annotated[list[str] | None, typer.Option(help="key=value for the task.")] = None,
+) -> None:
+    """Roll out a model on the TRAIN-visible episodes with the evaluator's exact prompt and
+    action format, writing trajectories you can train on. Held-out episodes are never used."""
+    import dataclasses
+    import os
+
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl.tasks import get_task
+    from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
+
+    t = get_task(task, _task_params(task_opt))
+    if not isinstance(t, InteractiveTask):
+        raise A2RLError(f"task {task!r} is not interactive", "a2rl rollout works with L3 tasks")
+    default = Path(os.environ.get("DATA_PATH", "data")) / EPISODES_FILE
+    source = episodes or (default if default.exists() else None)
+    eps = InteractiveTask.episodes_from(source) if source else t.train_episodes()
+    if any(e.split != "train" for e in eps):
+        raise A2RLError("the episode file holds non-train episodes", "use the train episodes only")
+    eps = eps[:n] if n else eps
+    base = os.environ.get("MODEL_PATH")
+    gen = t.rollout.generation
+    config = dataclasses.replace(
+        t.rollout, max_steps=max_steps or t.rollout.max_steps,
+        generation=dataclasses.replace(gen, temperature=temperature, seed=seed))
+    trajectories = t.collect(model, eps, chat_template_from=Path(base) if base else None,
+                             config=config)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(tr.model_dump_json() + "\n" for tr in trajectories))
+    k = len(trajectories)
+    Console().print(f"{k} episodes, success {sum(tr.success for tr in trajectories)}/{k}, mean "
+                    f"reward {sum(tr.reward for tr in trajectories) / max(1, k):.3f} → {out}")
+
+
 @app.command("tasks")
 def tasks_cmd() -> None:
     """List the registered tasks."""
