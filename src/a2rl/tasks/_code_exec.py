@@ -251,13 +251,15 @@ def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
             args += ["--symlink", str(p.readlink()), d]
         elif p.is_dir():
             args += ["--ro-bind", d, d]
-    for root in _python_roots():
-        if not any(str(root) == d or str(root).startswith(d + "/") for d in _SYSTEM_DIRS):
-            args += ["--ro-bind", str(root), str(root)]
     args += ["--proc", "/proc", "--dev", "/dev"]
     if "--size" in has:  # else the tmpfs is only bounded by RLIMIT_FSIZE per file
         args += ["--size", str(limits.tmpfs_bytes)]
-    args += ["--tmpfs", SANDBOX_CWD, "--remount-ro", "/", "--chdir", SANDBOX_CWD, "--"]
+    args += ["--tmpfs", SANDBOX_CWD]
+    # After the tmpfs: an interpreter that lives under /tmp (a CI checkout) must stay visible.
+    for root in _python_roots():
+        if not any(str(root) == d or str(root).startswith(d + "/") for d in _SYSTEM_DIRS):
+            args += ["--ro-bind", str(root), str(root)]
+    args += ["--remount-ro", "/", "--chdir", SANDBOX_CWD, "--"]
     return args
 
 

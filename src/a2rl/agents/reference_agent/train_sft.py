@@ -1,9 +1,10 @@
 """Supervised fine-tuning with TRL on data/train.jsonl (written by a2rl's reference agent).
 
 Each example becomes a conversational prompt/completion pair: the user message is the item's
-`prompt` field (exactly what the evaluator sends), the assistant message is its `answer`.
-TRL renders both with the model's chat template and puts the loss on the completion only, so
-training sees the same format as evaluation.
+`prompt` field (exactly what the evaluator sends), the assistant message is its `answer`. Rows
+that carry `prompt_messages` (a whole conversation, e.g. one step of an interactive episode) and
+`completion` are used as they are. TRL renders both with the model's chat template and puts the
+loss on the completion only, so training sees the same format as evaluation.
 """
 
 import argparse
@@ -53,6 +54,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-train", type=int, default=0, help="0 = all rows")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-length", type=int, default=256)
     args = ap.parse_args()
 
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
@@ -60,8 +62,10 @@ def main() -> None:
     if args.max_train:
         rows = rows[: args.max_train]
     dataset = Dataset.from_list([
-        {"prompt": [{"role": "user", "content": r["prompt"]}],
-         "completion": [{"role": "assistant", "content": r["answer"]}]}
+        {"prompt": r["prompt_messages"] if "prompt_messages" in r
+         else [{"role": "user", "content": r["prompt"]}],
+         "completion": [{"role": "assistant",
+                         "content": r["completion"] if "prompt_messages" in r else r["answer"]}]}
         for r in rows
     ])
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -79,7 +83,7 @@ def main() -> None:
         save_strategy="no",
         report_to=[],
         seed=args.seed,
-        max_length=256,
+        max_length=args.max_length,
         gradient_checkpointing=False,  # a small model fits; checkpointing only costs time
         use_cpu=not torch.cuda.is_available(),
         bf16=torch.cuda.is_available(),
