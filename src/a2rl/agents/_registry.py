@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
-
 from a2rl._errors import A2RLError
+from a2rl._plugins import load, registered
 from a2rl.agents._agent import Agent, CommandAgent
 
 BUILTIN_AGENTS: dict[str, str] = {
@@ -15,10 +13,7 @@ DEFAULT_AGENT = "reference"
 
 
 def _all_agents() -> dict[str, str]:
-    found = dict(BUILTIN_AGENTS)
-    for ep in entry_points(group="a2rl.agents"):
-        found.setdefault(ep.name, ep.value)
-    return found
+    return registered(BUILTIN_AGENTS, "a2rl.agents")
 
 
 def list_agents() -> list[str]:
@@ -36,6 +31,5 @@ def get_agent(spec: str) -> Agent:
     if spec not in agents:
         raise A2RLError(f"unknown agent {spec!r}",
                         f"choose one of: {', '.join(sorted(agents))}, or cmd:'<shell command>'")
-    module, _, attr = agents[spec].partition(":")
-    cls = getattr(importlib.import_module(module), attr)
+    cls = load(agents[spec])
     return cls()  # type: ignore[no-any-return]

@@ -127,8 +127,8 @@ def _ast_config(source: str) -> dict[str, Any]:
     return out
 
 
-def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
-    """Training arguments saved next to the submitted model (they override script defaults)."""
+def _train_args(files: dict[str, str], model_path: str) -> dict[str, Any] | None:
+    """Training arguments saved next to a model folder (the first args file that parses)."""
     for name in _ARGS_FILES:
         text = files.get(f"{model_path.rstrip('/')}/{name}")
         if text:
@@ -136,9 +136,16 @@ def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
                 data = json.loads(text)
             except ValueError:
                 continue
-            return {_CONFIG_KEYS[k]: v for k, v in data.items()
-                    if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
-    return {}
+            if isinstance(data, dict):
+                return data
+    return None
+
+
+def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
+    """Training arguments saved next to the submitted model (they override script defaults)."""
+    data = _train_args(files, model_path) or {}
+    return {_CONFIG_KEYS[k]: v for k, v in data.items()
+            if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: bool,
@@ -231,16 +238,10 @@ def _traced_experiments(labelled: list[tuple[ExecEvent, str]], files: dict[str, 
 
 def _data_source(files: dict[str, str], model_path: str) -> str:
     """Data source of the run that wrote `model_path`, from the training arguments saved there."""
-    for name in _ARGS_FILES:
-        text = files.get(f"{model_path.rstrip('/')}/{name}")
-        if text:
-            try:
-                data = json.loads(text)
-            except ValueError:
-                continue
-            return _data_kind([str(v) for k, v in data.items()
-                               if "data" in k.lower() and isinstance(v, str)])
-    return "unknown"
+    data = _train_args(files, model_path)
+    if data is None:
+        return "unknown"
+    return _data_kind([str(v) for k, v in data.items() if "data" in k.lower() and isinstance(v, str)])
 
 
 class IterationBuilder:

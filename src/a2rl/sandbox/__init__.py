@@ -7,6 +7,8 @@ from a2rl.sandbox._sandbox import (
     Sandbox,
     SandboxKind,
     get_sandbox,
+    system_mount_args,
 )
 
-__all__ = ["SANDBOX_UID", "BwrapSandbox", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox"]
+__all__ = ["SANDBOX_UID", "BwrapSandbox", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox",
+           "system_mount_args"]

@@ -29,6 +29,19 @@ _MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
 _MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
 
 
+def system_mount_args(dirs: tuple[str, ...]) -> list[str]:
+    """bwrap arguments that make `dirs` visible read-only (symlinks such as /lib -> usr/lib are
+    recreated as symlinks, not bound)."""
+    args: list[str] = []
+    for d in dirs:
+        p = Path(d)
+        if p.is_symlink():
+            args += ["--symlink", str(p.readlink()), d]
+        elif p.is_dir():
+            args += ["--ro-bind", d, d]
+    return args
+
+
 class Sandbox(Protocol):
     kind: SandboxKind
     sandboxed: bool
@@ -72,12 +85,7 @@ class BwrapSandbox:
                 "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                 "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "a2rl-sandbox"]
-        for d in _SYSTEM_DIRS:
-            p = Path(d)
-            if p.is_symlink():
-                args += ["--symlink", str(p.readlink()), d]
-            elif p.is_dir():
-                args += ["--ro-bind", d, d]
+        args += system_mount_args(_SYSTEM_DIRS)
         args += [arg for f in _MASKED_FILES if Path(f).exists()
                  for arg in ("--ro-bind", "/dev/null", f)]
         args += [arg for d in _MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]

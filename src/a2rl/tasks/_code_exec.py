@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
+from a2rl.sandbox import system_mount_args
+
 log = logging.getLogger("a2rl.tasks.code_exec")
 
 SandboxMode = Literal["auto", "bwrap", "none"]
@@ -245,12 +247,7 @@ def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
             "--unshare-cgroup-try", "--hostname", "sandbox"]
     if "--disable-userns" in has:  # bwrap >= 0.8: no nested user namespaces
         args.append("--disable-userns")
-    for d in _SYSTEM_DIRS:
-        p = Path(d)
-        if p.is_symlink():
-            args += ["--symlink", str(p.readlink()), d]
-        elif p.is_dir():
-            args += ["--ro-bind", d, d]
+    args += system_mount_args(_SYSTEM_DIRS)
     args += ["--proc", "/proc", "--dev", "/dev"]
     if "--size" in has:  # else the tmpfs is only bounded by RLIMIT_FSIZE per file
         args += ["--size", str(limits.tmpfs_bytes)]

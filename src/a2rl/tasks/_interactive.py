@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from a2rl.envs import Env, Episode, RolloutConfig, Step, run_rollouts
-from a2rl.tasks._task import EvalOutcome, Task
+from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
 
 EPISODES_FILE = "episodes.jsonl"
 
@@ -76,13 +76,7 @@ class InteractiveTask(Task):
     def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
                  on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
         episodes = self.heldout_episodes()
-        done = 0
-
-        def progress(n: int) -> None:
-            nonlocal done
-            done += n
-            if on_progress:
-                on_progress(done, len(episodes))
+        progress = ProgressCounter(len(episodes), on_progress)
 
         trajectories = self.collect(model_dir, episodes, chat_template_from=chat_template_from,
                                     on_progress=progress)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl._plugins import load, registered
 from a2rl.tasks._task import Task, TaskSpec
 
 # name -> "module:Class". Imported lazily so `import a2rl` stays light.
@@ -20,10 +19,7 @@ DEFAULT_TASK = "arith"
 
 
 def _all_tasks() -> dict[str, str]:
-    found = dict(BUILTIN_TASKS)
-    for ep in entry_points(group="a2rl.tasks"):
-        found.setdefault(ep.name, ep.value)
-    return found
+    return registered(BUILTIN_TASKS, "a2rl.tasks")
 
 
 def list_tasks() -> list[str]:
@@ -34,9 +30,8 @@ def task_class(name: str) -> type[Task]:
     tasks = _all_tasks()
     if name not in tasks:
         raise A2RLError(f"unknown task {name!r}", f"choose one of: {', '.join(sorted(tasks))}")
-    module, _, attr = tasks[name].partition(":")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        cls = load(tasks[name])
     except ImportError as exc:
         raise A2RLError(f"task {name!r} needs a package that is not installed: {exc.name}",
                         f"install it (pip install {exc.name}) or the a2rl extra that provides it"

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._task import EvalOutcome, Task
+from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
 
 
 class ItemVerdict(BaseModel):
@@ -41,13 +41,7 @@ class StaticTextTask(Task):
         items = self.heldout_items()
         engine = load_engine(model_dir, chat_template_from=chat_template_from)
         prompts = [engine.apply_chat_template(self.messages(item)) for item in items]
-        done = 0
-
-        def progress(n: int) -> None:
-            nonlocal done
-            done += n
-            if on_progress:
-                on_progress(done, len(items))
+        progress = ProgressCounter(len(items), on_progress)
 
         completions = engine.generate(prompts, self.generation, progress)
         engine.close()

@@ -41,6 +41,18 @@ class EvalOutcome(BaseModel):
     """Per-item records (prompt, completion, verdict). Written outside the workspace only."""
 
 
+class ProgressCounter:
+    """Turns "n more units done" increments into on_progress(done, total) calls."""
+
+    def __init__(self, total: int, on_progress: Callable[[int, int], None] | None) -> None:
+        self.total, self.done, self.on_progress = total, 0, on_progress
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        if self.on_progress:
+            self.on_progress(self.done, self.total)
+
+
 class Task(ABC):
     """A benchmark task. Subclass, set the class attributes, and register it in `_registry.py`."""
 

@@ -49,7 +49,7 @@ from a2rl.tasks._judge import (
     judge_strict,
     judgement_key,
 )
-from a2rl.tasks._task import EvalOutcome, Task, TaskParams
+from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task, TaskParams
 
 EVAL_REPO = "tatsu-lab/alpaca_eval"
 EVAL_FILE = "alpaca_eval_gpt4_baseline.json"
@@ -244,13 +244,7 @@ class AlpacaEvalTask(Task):
         engine = load_engine(model_dir, chat_template_from=chat_template_from)
         prompts = [engine.apply_chat_template(self.messages(item)) for item in items]
         total = 2 * len(items)  # generation, then judging
-        done = 0
-
-        def progress(n: int) -> None:
-            nonlocal done
-            done += n
-            if on_progress:
-                on_progress(done, total)
+        progress = ProgressCounter(total, on_progress)
 
         try:
             completions = engine.generate(prompts, self.generation, progress)

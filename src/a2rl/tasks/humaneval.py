@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._code_exec import CodeExecutor, ExecLimits, ExecResult
-from a2rl.tasks._task import EvalOutcome, Task, TaskParams
+from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task, TaskParams
 
 N_PROBLEMS = 164
 FIRST_HELDOUT = 82
@@ -226,13 +226,7 @@ class HumanEvalTask(Task):
                    for item in items]
         # Progress counts generations, then executions: 2 units per (problem, sample).
         total = 2 * len(items) * len(settings)
-        done = 0
-
-        def progress(n: int) -> None:
-            nonlocal done
-            done += n
-            if on_progress:
-                on_progress(done, total)
+        progress = ProgressCounter(total, on_progress)
 
         completions: list[list[str]] = []  # [sample][problem]
         for setting in settings:
