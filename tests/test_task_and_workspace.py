@@ -121,3 +121,13 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
     first = task.train_items()[0]
     assert "<|im_start|>user" in text and first["question"] in text
     assert "greedy" in text and "generation_config.json" in text
+
+
+def test_missing_optional_dependency_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl.tasks import _registry
+
+    monkeypatch.setitem(_registry.BUILTIN_TASKS, "needs-extra", "a2rl_no_such_extra_pkg:Task")
+    with pytest.raises(A2RLError) as info:
+        get_task("needs-extra")
+    assert "not installed" in info.value.message and "a2rl_no_such_extra_pkg" in info.value.message
+    assert "pip install" in (info.value.fix or "")
