@@ -303,3 +303,35 @@ def test_traced_run_gives_experiments_and_phases(tmp_path: Path) -> None:
     assert phases["sleep"] == "checkpoint/waiting"
     assert [c["phase"] for c in a.commands if c["argv"].startswith("python3")] == ["SFT", "debugging"]
     assert a.phase_seconds["SFT"] == 10.0 and a.phase_seconds["debugging"] == 88.0
+
+
+def test_turn_phases_and_usage_from_the_event_log(tmp_path: Path) -> None:
+    from a2rl.agents import AgentEvent
+
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT, run=False)
+    run.script("grpo.py", GRPO, run=False)
+    run.model("output/v1", "model", "h1")
+    run.submit("output/v1", "scored", 30.0, 100, "h1")
+    events = [
+        AgentEvent(kind="command", turn=0, t_s=0, end_s=1, command="ls data", exit_code=0),
+        AgentEvent(kind="usage", turn=0, t_s=1, input_tokens=1000, output_tokens=50, cost_usd=0.01),
+        AgentEvent(kind="file_edit", turn=1, t_s=5, path="code/train.py"),
+        AgentEvent(kind="command", turn=2, t_s=10, end_s=60, command="python code/train.py --lr 1e-5",
+                   exit_code=0),
+        AgentEvent(kind="command", turn=3, t_s=70, end_s=71,
+                   command="curl -s -X POST $A2RL_GRADER_URL/submit -d '{}'", exit_code=0),
+        AgentEvent(kind="command", turn=4, t_s=80, end_s=200, command="python code/grpo.py",
+                   exit_code=0),
+        AgentEvent(kind="file_edit", turn=5, t_s=210, path="notes/journal.md"),
+        AgentEvent(kind="usage", turn=5, t_s=211, input_tokens=500, output_tokens=20, cost_usd=0.02),
+    ]
+    (run.dir / "agent" / "events.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    a = analyze_run(run.finish(), heldout=[])
+    assert [t["phase"] for t in a.turns] == ["exploration", "data/setup", "SFT", "evaluation", "RL",
+                                             "journal/skill"]
+    # time until the next turn goes to the launching turn's phase; the last runs to the end
+    assert a.turn_phase_seconds["SFT"] == 60 and a.turn_phase_seconds["RL"] == 130
+    assert a.turn_phase_seconds["journal/skill"] == 1000 - 210
+    assert a.usage == {"input_tokens": 1500, "output_tokens": 70, "cost_usd": 0.03}
+    assert "tokens in/out 1500/70" in (run.dir / "summary.md").read_text()

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._util import atomic_write_text
+from a2rl.agents import AgentEvent
 from a2rl.analysis._audit import audit, data_files
-from a2rl.analysis._phases import phase_times, script_of
+from a2rl.analysis._phases import phase_times, script_of, turn_phases
 from a2rl.analysis._records import (
     Experiment,
     FailureType,
@@ -46,6 +47,14 @@ _CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs",
                 "max_train": "data_size", "max_length": "max_length"}
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
 _OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o")
+
+
+def read_agent_events(run_dir: Path) -> list[AgentEvent] | None:
+    path = run_dir / "agent" / "events.jsonl"
+    if not path.exists():
+        return None
+    return [AgentEvent.model_validate_json(line) for line in path.read_text().splitlines()
+            if line.strip()]
 
 
 def hms(seconds: float | None) -> str:
@@ -430,8 +439,22 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
     pairs = list(zip(experiments, experiments[1:], strict=False))
     changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
                   (b.strategy, b.data_source, b.stage))
-    notes.append("phases are labelled per program the agent ran; turn-level labels need an LLM "
-                 "launcher's event log")
+    agent_events = read_agent_events(run_dir)
+    turns: list[dict[str, Any]] = []
+    turn_seconds: dict[str, float] = {}
+    usage: dict[str, float] = {}
+    if agent_events is not None:
+        script_methods_all = {p: analyse_script(p, t).methods for p, t in final_files.items()
+                              if p.endswith(".py")}
+        turns, turn_seconds = turn_phases(agent_events, script_methods_all, agent_s or 0.0)
+        for aev in agent_events:
+            for key in ("input_tokens", "output_tokens", "cost_usd"):
+                value = getattr(aev, key)
+                if value is not None:
+                    usage[key] = usage.get(key, 0.0) + float(value)
+    else:
+        notes.append("no agent event log (agent/events.jsonl): phases are labelled per program "
+                     "the agent ran, not per model turn")
 
     base_hash = run.model.content_hash if run.model else None
     findings = audit(task=run.config.task, code=final_files, transcript=transcript,
@@ -449,7 +472,9 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),
         methods_in_best=best_iter.methods if best_iter else [], metrics=metrics,
         experiments=experiments, strategy_changes=changes,
-        change_rate=round(changes / len(pairs), 4) if pairs else None, iterations=iterations,
+        change_rate=round(changes / len(pairs), 4) if pairs else None,
+        persistence=round(1 - changes / len(pairs), 4) if pairs else None, iterations=iterations,
+        turns=turns, turn_phase_seconds=turn_seconds, usage=usage,
         findings=findings, sandboxed=run.sandboxed, notes=notes, exec_traced=events is not None,
         phase_seconds=phase_seconds,
         commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
@@ -549,6 +574,11 @@ def render_overview(a: RunAnalysis) -> str:
               or "none"),
            "- time per phase (programs the agent ran): "
            + (", ".join(f"{k} {v:.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
+           "- time per phase (model turns): "
+           + (", ".join(f"{k} {v:.0f} s" for k, v in a.turn_phase_seconds.items()) or "no event log")
+           + (f"; tokens in/out {a.usage.get('input_tokens', 0):.0f}/"
+              f"{a.usage.get('output_tokens', 0):.0f}, cost ${a.usage.get('cost_usd', 0):.2f}"
+              if a.usage else ""),
            "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
     if a.findings:
         out += ["## Audit", ""]

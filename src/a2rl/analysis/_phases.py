@@ -8,8 +8,10 @@ for any agent, programs are the finest evidence there is.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+from a2rl.agents import AgentEvent
 from a2rl.recording import ExecEvent
 
 PHASES = ("exploration", "data/setup", "SFT", "RL", "evaluation", "debugging", "journal/skill",
@@ -109,3 +111,42 @@ def phase_times(events: list[ExecEvent], script_methods: dict[str, set[str]],
         labelled.append((ev, phase))
         spans[phase].append((ev.start_s, ev.end_s if ev.end_s is not None else horizon))
     return labelled, {p: round(_union(v), 2) for p, v in spans.items() if v}
+
+
+def turn_phases(events: list[AgentEvent], script_methods: dict[str, set[str]],
+                horizon: float) -> tuple[list[dict[str, object]], dict[str, float]]:
+    """Phase of each model turn from what it did (commands, file edits), and time per phase:
+    the time from a turn to the next one goes to the phase of the turn that launched it."""
+    by_turn: dict[int, list[AgentEvent]] = {}
+    for ev in events:
+        by_turn.setdefault(ev.turn, []).append(ev)
+    turns = sorted(by_turn)
+    labels: list[dict[str, object]] = []
+    seconds: dict[str, float] = {}
+    failed: set[str] = set()
+    for i, turn in enumerate(turns):
+        evs = by_turn[turn]
+        start = min(e.t_s for e in evs)
+        end = min(e.t_s for e in by_turn[turns[i + 1]]) if i + 1 < len(turns) else horizon
+        votes: list[str] = []
+        for ev in evs:
+            if ev.kind == "command" and ev.command:
+                try:
+                    argv = shlex.split(ev.command)
+                except ValueError:
+                    argv = ev.command.split()
+                pseudo = ExecEvent(pid=0, start_s=ev.t_s, end_s=ev.end_s, exit_code=ev.exit_code,
+                                   program=argv[0] if argv else "", argv=argv)
+                if (phase := classify(pseudo, script_methods, failed)) is not None:
+                    votes.append(phase)
+                script = script_of(pseudo)
+                if script and ev.exit_code not in (0, None):
+                    failed.add(script)
+            elif ev.kind == "file_edit" and ev.path:
+                votes.append("journal/skill" if ev.path.endswith((".md", ".txt")) else "data/setup")
+        # Training and RL dominate a turn that also listed files; otherwise the most frequent.
+        ranked = [p for p in ("RL", "SFT", "debugging", "evaluation") if p in votes]
+        phase = ranked[0] if ranked else max(set(votes), key=votes.count) if votes else "exploration"
+        labels.append({"turn": turn, "start_s": start, "phase": phase})
+        seconds[phase] = round(seconds.get(phase, 0.0) + max(0.0, end - start), 2)
+    return labels, seconds

@@ -116,6 +116,8 @@ class RunAnalysis(BaseModel):
     strategy_changes: int
     change_rate: float | None
     """Strategy changes / adjacent experiment pairs (paper B's R_change)."""
+    persistence: float | None = None
+    """1 − change_rate (paper B's R_persist)."""
     iterations: list[IterationSummary]
     findings: list[Finding]
     sandboxed: bool
@@ -125,5 +127,11 @@ class RunAnalysis(BaseModel):
     """Wall time covered by programs of each phase (exec-traced runs)."""
     commands: list[dict[str, Any]] = Field(default_factory=list)
     """Programs the agent ran with their phase: start, end, exit code, command line."""
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+    """Phase of each model turn (runs whose launcher wrote agent/events.jsonl)."""
+    turn_phase_seconds: dict[str, float] = Field(default_factory=dict)
+    """Time per phase by turns: the time until the next turn goes to the launching turn's phase."""
+    usage: dict[str, float] = Field(default_factory=dict)
+    """Token usage and cost summed from the event log (input_tokens, output_tokens, cost_usd)."""
     notes: list[str] = Field(default_factory=list)
     """What this analysis could not determine, and why."""
