@@ -14,6 +14,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "gsm8k": "a2rl.tasks.gsm8k:GSM8KTask",
     "humaneval": "a2rl.tasks.humaneval:HumanEvalTask",
     "alpacaeval": "a2rl.tasks.alpacaeval:AlpacaEvalTask",
+    "deepsearchqa": "a2rl.tasks.deepsearchqa:DeepSearchQATask",
 }
 DEFAULT_TASK = "arith"
 
