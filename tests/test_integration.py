@@ -170,3 +170,30 @@ def test_reference_agent_pipeline_on_tiny_model(tmp_path: Path, tiny_model: Path
     lines = (rd / "summary.jsonl").read_text().splitlines()
     assert len(lines) == 3 and '"submission_id":null' in lines[-1].replace(" ", "")
     assert "## Iteration 1 — s0001" in (rd / "summary.md").read_text()
+
+
+@needs_bwrap
+def test_reference_agent_on_an_interactive_task(tmp_path: Path, tiny_model: Path) -> None:
+    """L3: the reference agent rolls out on train episodes inside its sandbox with `a2rl rollout`,
+    keeps successful trajectories and trains on them (a random tiny model has none to keep)."""
+    rec = run(config(tmp_path, tiny_model, "reference", task="deepsearchqa",
+                     task_params={"source": "offline", "max_heldout": 2},
+                     agent_options={"rounds": "1", "samples": "1", "episodes": "2", "steps": "1"}))
+    rd = run_dir_of(rec, tmp_path)
+    transcript = (rd / "agent" / "transcript.log").read_text()
+    assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
+    assert rec.baseline is not None and rec.baseline.n_items == 2
+    assert "a2rl rollout --task deepsearchqa" in transcript and "2 episodes" in transcript
+    rollouts = (rd / "workspace" / "code" / "rollouts_r1_s0.jsonl").read_text().splitlines()
+    assert len(rollouts) == 2 and json.loads(rollouts[0])["messages"][0]["role"] == "user"
+    assert "nothing to train on" in transcript
+    # the held-out questions never reached the workspace
+    rows = [json.loads(line) for line in
+            (rd / "evals" / "baseline" / "details.jsonl").read_text().splitlines()]
+    held = {r["episode_id"] for r in rows if r.get("episode_id")}
+    assert len(held) == 2
+    train_ids = {json.loads(line)["id"] for line in
+                 (rd / "workspace" / "data" / "episodes.jsonl").read_text().splitlines()}
+    assert not held & train_ids
+    task_json = json.loads((rd / "workspace" / "data" / "task.json").read_text())
+    assert task_json["params"]["source"] == "offline" and "heldout_seed" not in task_json["params"]

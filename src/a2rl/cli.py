@@ -203,6 +203,7 @@ def rollout(
     """Roll out a model on the TRAIN-visible episodes with the evaluator's exact prompt and
     action format, writing trajectories you can train on. Held-out episodes are never used."""
     import dataclasses
+    import json
     import os
 
     from rich.console import Console
@@ -211,10 +212,17 @@ def rollout(
     from a2rl.tasks import get_task
     from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
 
-    t = get_task(task, _task_params(task_opt))
+    data_dir = Path(os.environ.get("DATA_PATH", "data"))
+    params = _task_params(task_opt)
+    saved = data_dir / "task.json"
+    if not task_opt and saved.exists():  # inside a workspace: the run's own (public) options
+        spec = json.loads(saved.read_text())
+        if spec.get("task") == task:
+            params = spec.get("params", {})
+    t = get_task(task, params)
     if not isinstance(t, InteractiveTask):
         raise A2RLError(f"task {task!r} is not interactive", "a2rl rollout works with L3 tasks")
-    default = Path(os.environ.get("DATA_PATH", "data")) / EPISODES_FILE
+    default = data_dir / EPISODES_FILE
     source = episodes or (default if default.exists() else None)
     eps = InteractiveTask.episodes_from(source) if source else t.train_episodes()
     if any(e.split != "train" for e in eps):

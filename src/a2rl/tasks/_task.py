@@ -19,6 +19,13 @@ class TaskParams(BaseModel):
     """Per-task options. Subclasses add fields; all must be JSON-serialisable."""
 
     model_config = ConfigDict(extra="forbid")
+    SECRET_FIELDS: ClassVar[frozenset[str]] = frozenset({"heldout_seed"})
+    """Options that identify the held-out set; never written into a workspace."""
+
+    def public(self) -> dict[str, Any]:
+        """The options an agent may see (in data/task.json), secrets left out."""
+        return {k: v for k, v in self.model_dump(mode="json").items()
+                if k not in self.SECRET_FIELDS}
 
 
 class TaskSpec(BaseModel):

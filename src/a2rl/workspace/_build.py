@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -88,6 +89,10 @@ def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, b
         if f.is_file() and not f.name.startswith("."):
             shutil.copyfile(f, ws.model_dir / f.name)
     task.write_train_data(ws.data_dir)
+    # The task's public options, so tools inside the workspace (a2rl rollout) rebuild the same
+    # environment; the held-out seed is not among them.
+    (ws.data_dir / "task.json").write_text(json.dumps({"task": task.name,
+                                                       "params": task.params.public()}, indent=1))
     (root / "description.md").write_text(description)
     (root / "instructions.md").write_text(render_instructions(mode, budget_s=budget_s,
                                                               workspace=root))
