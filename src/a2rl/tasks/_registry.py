@@ -15,6 +15,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "humaneval": "a2rl.tasks.humaneval:HumanEvalTask",
     "alpacaeval": "a2rl.tasks.alpacaeval:AlpacaEvalTask",
     "deepsearchqa": "a2rl.tasks.deepsearchqa:DeepSearchQATask",
+    "webshop": "a2rl.tasks.webshop:WebShopTask",
 }
 DEFAULT_TASK = "arith"
 
