@@ -197,3 +197,21 @@ def test_reference_agent_on_an_interactive_task(tmp_path: Path, tiny_model: Path
     assert not held & train_ids
     task_json = json.loads((rd / "workspace" / "data" / "task.json").read_text())
     assert task_json["params"]["source"] == "offline" and "heldout_seed" not in task_json["params"]
+
+
+@needs_bwrap
+def test_reference_agent_trains_on_demonstrations(tmp_path: Path, tiny_model: Path) -> None:
+    """WebShop ships demonstrations: the L3 reference agent trains on them and submits."""
+    rec = run(config(tmp_path, tiny_model, "reference", task="webshop",
+                     task_params={"max_heldout": 2},
+                     agent_options={"rounds": "1", "samples": "1", "episodes": "2", "steps": "1",
+                                    "batch_size": "2"}))
+    rd = run_dir_of(rec, tmp_path)
+    transcript = (rd / "agent" / "transcript.log").read_text()
+    assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
+    assert [s.model_path for s in rec.submissions] == ["output/r1"], transcript[-3000:]
+    assert rec.submissions[0].status == "scored"
+    rows = [json.loads(line) for line in
+            (rd / "workspace" / "code" / "sft_round1.jsonl").read_text().splitlines()]
+    assert rows and all(r["prompt_messages"][-1]["role"] == "user" for r in rows)
+    assert any("search[" in r["completion"] or "click[" in r["completion"] for r in rows)

@@ -78,7 +78,7 @@ def main() -> None:
         per_device_train_batch_size=args.batch_size,
         learning_rate=args.lr,
         lr_scheduler_type="cosine",
-        warmup_steps=max(1, args.max_steps // 10),
+        warmup_steps=args.max_steps // 10,  # 0 for very short runs: step 1 must update
         logging_steps=max(1, args.max_steps // 10),
         save_strategy="no",
         report_to=[],
