@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # System tools a2rl uses: bubblewrap isolates the agent (and HumanEval programs), strace records
-# which programs the agent ran. Install them when we can (root + apt); otherwise explain.
+# which programs the agent ran, a C/C++ toolchain and cmake build the ALFWorld engine.
+# Install them when we can (root + apt); otherwise explain.
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${missing[*]}"

@@ -41,3 +41,13 @@ def test_cut_at_stop() -> None:
     assert cut_at_stop("a\nAction: b", ["\nAction:"]) == "a"
     assert cut_at_stop("abc", []) == "abc"
     assert cut_at_stop("x<|im_end|>y\n", ["\n", "<|im_end|>"]) == "x"
+
+
+def test_stop_strings_end_generation_early(smollm2_dir: Path) -> None:
+    engine = load_engine(smollm2_dir, backend="transformers")
+    prompt = [engine.apply_chat_template([{"role": "user", "content": "Count: 1 2 3"}])]
+    free = engine.generate(prompt, GenerationSettings(max_new_tokens=30))[0]
+    assert len(free) > 10
+    stop = free[5:8]  # a string the greedy continuation certainly produces
+    cut = engine.generate(prompt, GenerationSettings(max_new_tokens=30, stop=(stop,)))[0]
+    assert cut == free[: free.index(stop)]

@@ -85,13 +85,13 @@ def test_full_loop_with_real_evaluation(tmp_path: Path, tiny_model: Path) -> Non
 def test_adversarial_agent_gets_nothing(tmp_path: Path, tiny_model: Path, a2rl_home: Path) -> None:
     # The run id is fixed so the adversary can aim at the real run directory.
     # Runs normally live outside /tmp (./runs); /tmp is the sandbox's private tmpfs, where
-    # the adversary's writes would land harmlessly but look like successes.
+    # the adversary's writes would land harmlessly but look like successes. /var/tmp is outside
+    # /tmp wherever the checkout (and pytest's tmp_path) lives.
     import uuid
 
     from a2rl.runner._run import run as run_fn
-    from conftest import REPO
 
-    outside_tmp = REPO / ".cache" / "test-runs" / uuid.uuid4().hex[:8]
+    outside_tmp = Path("/var/tmp") / f"a2rl-test-{uuid.uuid4().hex[:8]}"
     run_id = "adversary-run"
     rd = outside_tmp / "runs" / "arith" / run_id
     agent = script_agent("adversary.py", str(rd), str(a2rl_home))

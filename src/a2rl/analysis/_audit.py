@@ -12,7 +12,8 @@ from a2rl.analysis._records import Finding
 # Per task: code patterns that use privileged information of the environment.
 PRIVILEGED_APIS: dict[str, list[str]] = {
     "alfworld": [r"expert_plan", r"admissible_commands", r"extra\.gamefile", r"\boracle\b",
-                 r"gold[_ ]traj"],
+                 r"gold[_ ]traj", r"policy_commands", r"walkthrough", r"scripted_solution",
+                 r"scene_for", r"pddl_problem", r"initial_state\.pddl"],
     "webshop": [r"goal\[['\"]asin['\"]\]", r"\bgoal_asin\b", r"human_goals", r"get_reward\("],
     "deepsearchqa": [r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa"],
     "humaneval": [r"\bcanonical_solution\b.*HumanEval/(8[2-9]|9\d|1[0-6]\d)"],

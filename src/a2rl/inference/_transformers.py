@@ -47,6 +47,7 @@ class TransformersEngine:
             temperature=settings.temperature if not greedy else None,
             top_p=settings.top_p if not greedy else None,
             eos_token_id=self._stop_ids or None, pad_token_id=self.tokenizer.pad_token_id,
+            stop_strings=list(settings.stop) or None,
         )
         # Sort by length so each batch pads little; restore the order at the end.
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
@@ -58,7 +59,10 @@ class TransformersEngine:
             batch = self.tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True,
                                    add_special_tokens=False).to(self.device)
             with torch.inference_mode():
-                out = self.model.generate(**batch, generation_config=config)
+                # stop_strings ends each sequence at its first stop string instead of generating
+                # to max_new_tokens (the cut below still trims the string itself).
+                out = self.model.generate(**batch, generation_config=config,
+                                          tokenizer=self.tokenizer if settings.stop else None)
             new_tokens = out[:, batch["input_ids"].shape[1]:]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
             for i, text in zip(idx, texts, strict=True):

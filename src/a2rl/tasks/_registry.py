@@ -16,6 +16,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "alpacaeval": "a2rl.tasks.alpacaeval:AlpacaEvalTask",
     "deepsearchqa": "a2rl.tasks.deepsearchqa:DeepSearchQATask",
     "webshop": "a2rl.tasks.webshop:WebShopTask",
+    "alfworld": "a2rl.tasks.alfworld:ALFWorldTask",
 }
 DEFAULT_TASK = "arith"
 

@@ -1,0 +1,474 @@
+"""`alfworld` (L3, interactive): household tasks in ALFWorld's text engine, prompted as in ReAct.
+
+The model is an agent in a TextWorld game (PyPI `alfworld`: the `alfred` PDDL domain played by
+TextWorld's `PddlEnv` on fast-downward). Each turn it writes one line: `think: …` (the
+environment answers `OK.`) or a game command. Reward 1 when the goal is reached, else 0; score =
+100 × successes / episodes (Yao et al., ReAct, 2023: ALFWorld with two same-type few-shot
+examples, at most 50 steps).
+
+Sources (`source`):
+- `generated` (default): ALFRED-format trials (trial json + PDDL problem) generated locally for
+  the six task types and played by the real engine (`a2rl.tasks._alfworld_games`). The held-out
+  games come from this installation's secret seed (or `heldout_seed`), the train-visible ones
+  from a public seed; both are cached under $A2RL_HOME, and only the train games are copied into
+  a workspace. Default sizes: 134 held-out games (the paper's `valid_unseen` count), 200 train.
+  Scores on generated games are not comparable with published ALFWorld numbers.
+- `official`: the official game files from `alfworld-download` under $ALFWORLD_DATA
+  (`json_2.1.1/valid_unseen` = the paper's 134 held-out games; train games from `json_2.1.1/train`).
+
+Why the few-shot examples are recorded here rather than copied from ReAct: the engine installed
+with alfworld 0.4.x puts objects with `move X to Y`; ReAct's published examples use the older
+`put X in/on Y`, which this engine answers with "Nothing happens." (see `_alfworld_fewshot`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import random
+import re
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from functools import cached_property
+from importlib import resources
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from a2rl._errors import A2RLError
+from a2rl._paths import cache_dir
+from a2rl._secrets import installation_seed
+from a2rl._util import stable_hash
+from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
+from a2rl.inference import GenerationSettings
+from a2rl.tasks._alfworld_fewshot import PROMPT_FILE, transcript
+from a2rl.tasks._alfworld_games import (
+    GEN_VERSION,
+    MANIFEST,
+    SHORT_TYPES,
+    TASK_TYPES,
+    GameRecord,
+    close_env,
+    generate_game,
+    goal_of,
+    load_env,
+    strip_banner,
+)
+from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
+from a2rl.tasks._task import TaskParams
+
+log = logging.getLogger(__name__)
+
+TRAIN_SEED = 4114  # public: the train games are visible anyway
+GAMES_DIR = "alfworld_games"
+"""Folder of the workspace data dir that holds the train-visible game files."""
+MAX_STEPS = 50
+"""ReAct's limit on ALFWorld (thinking steps count)."""
+HISTORY_WINDOW = 10
+"""Only the last 10 (action, observation) pairs stay in the prompt, plus the first observation:
+the two examples already take 900-1500 tokens, and full 50-step histories would double that on
+CPU. ReAct kept the whole history."""
+MAX_NEW_TOKENS = 100
+"""ReAct's per-step generation limit; the longest thought in the examples is ~60 tokens."""
+STOP = ("\n",)
+INSTALL_FIX = "pip install 'a2rl[alfworld]' (or: pip install alfworld; it compiles jericho and fast-downward)"
+INTRO = "Interact with a household to solve a task. Here are two examples.\n"
+REPLY_FORMAT = ("Reply with exactly one line: either `think: <your reasoning>` or one command "
+                "(without the `> `), like the lines after `> ` in the examples.\n")
+
+
+class ALFWorldParams(TaskParams):
+    source: Literal["generated", "official"] = "generated"
+    """`generated`: games generated locally (offline); `official`: alfworld-download's game files."""
+    n_train: int = Field(200, ge=0)
+    """Train-visible games written to the workspace (official: a seeded sample; 0 = all)."""
+    n_heldout: int = Field(134, ge=1)
+    """Held-out games generated (source=generated); the paper evaluates 134 unseen games."""
+    max_heldout: int | None = Field(None, ge=1)
+    """Evaluate only the first N held-out episodes (quick checks, tests)."""
+    heldout_seed: int | None = None
+    """Seed of the generated held-out games; None = this installation's secret seed."""
+    official_split: Literal["valid_unseen", "valid_seen"] = "valid_unseen"
+    """Held-out split of the official data."""
+    alfworld_data: str | None = None
+    """Official data folder (the one holding json_2.1.1); None = $ALFWORLD_DATA or ~/.cache/alfworld."""
+    gen_workers: int = Field(0, ge=0)
+    """Processes generating games; 0 = min(8, CPU count)."""
+
+
+# ---- the environment ------------------------------------------------------------------------
+
+
+class ALFWorldEnv:
+    """One ALFWorld game in the real engine. `think: …` actions never reach the engine (ReAct's
+    thoughts answer `OK.`); other commands are sent verbatim, and the engine answers `Nothing
+    happens.` to anything it does not accept."""
+
+    def __init__(self, game_file: Path) -> None:
+        self.game_file = game_file
+        self._env: Any = None
+        self._admissible: list[str] = []
+        self.won = False
+
+    def reset(self) -> str:
+        self.close()
+        self._env = load_env(self.game_file)
+        state = self._env.reset()
+        self._admissible = list(state["admissible_commands"] or [])
+        self.won = bool(state["won"])
+        return strip_banner(state.feedback)
+
+    def step(self, action: str) -> StepResult:
+        if self._env is None:
+            raise RuntimeError("reset() the environment first")
+        if action.startswith("think:"):
+            return StepResult("OK.", 0.0, False)
+        state, _, done = self._env.step(action)
+        self._admissible = list(state["admissible_commands"] or [])
+        self.won = bool(state["won"])
+        return StepResult(state.feedback.strip(), 1.0 if self.won else 0.0, bool(done) or self.won,
+                          {"won": self.won})
+
+    def admissible_actions(self) -> list[str] | None:
+        """The engine's admissible commands now (the evaluator never shows them to the model)."""
+        return list(self._admissible)
+
+    def close(self) -> None:
+        env, self._env = self._env, None
+        if env is not None:
+            close_env(env)
+
+
+_THINK = re.compile(r"^think\s*:\s*", re.IGNORECASE)
+_PREFIX = re.compile(r"^(?:>\s*)?(?:(?:act|action)\s*:\s*)?", re.IGNORECASE)
+
+
+def parse_action(completion: str) -> str | None:
+    """The first non-empty line of the completion, as the engine expects it.
+
+    A leading `> ` (the examples' prompt mark) and an `act:`/`action:` label are dropped;
+    `think:` lines stay thoughts (`think: <text>`); commands are lower-cased, whitespace is
+    collapsed and a trailing period dropped (object names are lower case in the engine). None for
+    an empty completion: the episode ends."""
+    line = next((ln.strip() for ln in completion.splitlines() if ln.strip()), "")
+    line = _PREFIX.sub("", line, count=1).strip()
+    if not line:
+        return None
+    if _THINK.match(line):
+        return "think: " + _THINK.sub("", line, count=1).strip()
+    command = " ".join(line.lower().split()).rstrip(".").strip()
+    return command or None
+
+
+# ---- the few-shot prompt --------------------------------------------------------------------
+
+
+def fewshot_examples() -> dict[str, dict[str, Any]]:
+    """`prompts/alfworld_react.json`: two recorded examples per task type (react_<type>_<0|1>)."""
+    text = resources.files("a2rl.tasks").joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
+    data: dict[str, dict[str, Any]] = json.loads(text)
+    return data
+
+
+def preamble(task_type: str) -> str:
+    """ReAct's prompt head for a task type: the instruction and the two examples (1, then 0)."""
+    short = SHORT_TYPES[task_type]
+    ex = fewshot_examples()
+    one, zero = ex[f"react_{short}_1"], ex[f"react_{short}_0"]
+    return (INTRO + transcript(one["intro"], one["steps"]) + "\n" + transcript(zero["intro"], zero["steps"])
+            + "\n" + REPLY_FORMAT + "\nHere is the task.\n")
+
+
+# ---- the task -------------------------------------------------------------------------------
+
+
+def _require_alfworld() -> None:
+    if importlib.util.find_spec("alfworld") is None or importlib.util.find_spec("textworld") is None:
+        raise A2RLError("task 'alfworld' needs the alfworld package (TextWorld + PDDL engine), which is "
+                        "not installed", INSTALL_FIX)
+
+
+def _official_games(split_dir: Path) -> list[tuple[str, str]]:
+    """(relative trial folder, task type) of the playable games of an official split, selected
+    like AlfredTWEnv.collect_game_files (no movable/sliced trials, the six types, solvable)."""
+    found: list[tuple[str, str]] = []
+    for traj in sorted(split_dir.rglob("traj_data.json")):
+        folder = traj.parent
+        rel = folder.relative_to(split_dir).as_posix()
+        if "movable" in rel or "Sliced" in rel or not (folder / "game.tw-pddl").exists():
+            continue
+        task_type = json.loads(traj.read_text())["task_type"]
+        if task_type not in TASK_TYPES:
+            continue
+        if not json.loads((folder / "game.tw-pddl").read_text()).get("solvable"):
+            continue
+        found.append((rel, task_type))
+    return found
+
+
+def _generate_missing(root: Path, seed: int, indices: list[int], workers: int) -> None:
+    """Generate (in parallel when several are missing) the games of `seed` not cached yet."""
+    missing = [i for i in indices if not (root / f"{i:05d}" / MANIFEST).exists()]
+    if not missing:
+        return
+    log.info("generating %d ALFWorld games in %s", len(missing), root)
+    workers = min(workers or min(8, os.cpu_count() or 1), len(missing))
+    if workers <= 1:
+        for i in missing:
+            generate_game(root, seed, i, TASK_TYPES[i % len(TASK_TYPES)])
+        return
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(generate_game, root, seed, i, TASK_TYPES[i % len(TASK_TYPES)])
+                   for i in missing]
+        for f in futures:
+            f.result()
+
+
+class ALFWorldTask(InteractiveTask):
+    name = "alfworld"
+    level = "L3"
+    reward_kind = "interactive"
+    version = "1"
+    Params = ALFWorldParams
+    rollout: ClassVar[RolloutConfig] = RolloutConfig(
+        generation=GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, stop=STOP), max_steps=MAX_STEPS,
+        history_window=HISTORY_WINDOW)
+    params: ALFWorldParams
+
+    def __init__(self, params: TaskParams | dict[str, Any] | None = None) -> None:
+        super().__init__(params)
+        _require_alfworld()
+        if self.params.source == "generated" and self.params.heldout_seed is None:
+            self.params.heldout_seed = installation_seed("alfworld-heldout-seed")
+        if self.params.heldout_seed == TRAIN_SEED:
+            raise ValueError(f"heldout_seed must differ from the train seed {TRAIN_SEED}")
+
+    # ---- where the games are ------------------------------------------------------------------
+
+    def _generated_root(self, seed: int) -> Path:
+        """Cache folder of the games of one seed (named by a hash: no seed in paths or logs)."""
+        key = hashlib.sha256(f"alfworld:{seed}".encode()).hexdigest()[:16]
+        return cache_dir("alfworld", f"generated-v{GEN_VERSION}", key)
+
+    def _official_root(self) -> Path:
+        base = self.params.alfworld_data or os.environ.get("ALFWORLD_DATA") or "~/.cache/alfworld"
+        root = Path(base).expanduser() / "json_2.1.1"
+        if not root.is_dir():
+            raise A2RLError(f"the official ALFWorld data is not at {root}",
+                            "run `alfworld-download` (needs network) and export ALFWORLD_DATA, pass "
+                            "--task-opt alfworld_data=<dir>, or use the offline games: "
+                            "--task-opt source=generated")
+        return root
+
+    def _split_dir(self, split: str) -> Path:
+        """Folder that held-out (`heldout`) or train (`train`) game paths are relative to."""
+        if self.params.source == "official":
+            return self._official_root() / ("train" if split == "train" else self.params.official_split)
+        assert self.params.heldout_seed is not None
+        return self._generated_root(TRAIN_SEED if split == "train" else self.params.heldout_seed)
+
+    # ---- episodes -----------------------------------------------------------------------------
+
+    def _generated_records(self, seed: int, n: int) -> list[GameRecord]:
+        root = self._generated_root(seed)
+        _generate_missing(root, seed, list(range(n)), self.params.gen_workers)
+        return [generate_game(root, seed, i, TASK_TYPES[i % len(TASK_TYPES)]) for i in range(n)]
+
+    def _official_episode(self, split_dir: Path, rel: str, task_type: str, split: str,
+                          game_rel: str) -> Episode:
+        game = json.loads((split_dir / rel / "game.tw-pddl").read_text())
+        return Episode(id=f"{split}-{rel}", split=split, payload={
+            "game": f"{game_rel}/game.tw-pddl", "task_type": task_type, "goal": goal_of(game)})
+
+    @cached_property
+    def _heldout(self) -> list[tuple[Episode, str | None]]:
+        """Held-out episodes with the signature of each generated game (None: official)."""
+        p = self.params
+        if p.source == "official":
+            split_dir = self._split_dir("heldout")
+            games = _official_games(split_dir)[: p.max_heldout or None]
+            return [(self._official_episode(split_dir, rel, tt, "heldout", rel), None) for rel, tt in games]
+        assert p.heldout_seed is not None
+        n = min(p.n_heldout, p.max_heldout or p.n_heldout)
+        return [(Episode(id=f"heldout-{r.id}", split="heldout",
+                         payload={"game": r.game, "task_type": r.task_type, "goal": r.goal}), r.signature)
+                for r in self._generated_records(p.heldout_seed, n)]
+
+    def heldout_episodes(self) -> list[Episode]:
+        return [ep for ep, _ in self._heldout]
+
+    @cached_property
+    def _train(self) -> list[tuple[Episode, Path, str | None]]:
+        """Train episodes (game paths relative to the workspace data dir), the folder each game's
+        files are copied from, and the generated game's signature."""
+        p = self.params
+        if p.source == "official":
+            split_dir = self._split_dir("train")
+            games = _official_games(split_dir)
+            random.Random(TRAIN_SEED).shuffle(games)
+            return [(self._official_episode(split_dir, rel, tt, "train", f"{GAMES_DIR}/{rel}"),
+                     split_dir / rel, None) for rel, tt in games[: p.n_train or None]]
+        root = self._generated_root(TRAIN_SEED)
+        return [(Episode(id=f"train-{r.id}", split="train",
+                         payload={"game": f"{GAMES_DIR}/{r.game}", "task_type": r.task_type, "goal": r.goal}),
+                 root / Path(r.game).parent, r.signature)
+                for r in self._generated_records(TRAIN_SEED, p.n_train)]
+
+    def train_episodes(self) -> list[Episode]:
+        return [ep for ep, _, _ in self._train]
+
+    def write_train_data(self, data_dir: Path) -> list[Path]:
+        """`episodes.jsonl` and the train games (`game.tw-pddl` without walkthrough, `traj_data.json`
+        without ALFRED's expert plan): a valid ALFWorld data folder the agent can also load with
+        alfworld's own tools. A train game identical to a held-out one (same room, placements and
+        goal) is left out."""
+        held = {sig for _, sig in self._heldout if sig}
+        data_dir.mkdir(parents=True, exist_ok=True)
+        episodes: list[Episode] = []
+        for ep, src, sig in self._train:
+            if sig in held:
+                continue
+            dest = data_dir / Path(ep.payload["game"]).parent
+            dest.mkdir(parents=True, exist_ok=True)
+            game = json.loads((src / "game.tw-pddl").read_text())
+            game["walkthrough"] = None
+            (dest / "game.tw-pddl").write_text(json.dumps(game))
+            traj = json.loads((src / "traj_data.json").read_text())
+            traj.pop("plan", None)
+            (dest / "traj_data.json").write_text(json.dumps(traj, indent=1))
+            episodes.append(ep)
+        path = data_dir / EPISODES_FILE
+        path.write_text("".join(e.model_dump_json() + "\n" for e in episodes))
+        return [path, data_dir / GAMES_DIR]
+
+    # ---- InteractiveTask ----------------------------------------------------------------------
+
+    def game_file(self, episode: Episode) -> Path:
+        """Train games: under the workspace data dir ($DATA_PATH, else ./data), falling back to the
+        cache outside a workspace. Held-out games: the cache (or the official split) only."""
+        rel = Path(episode.payload["game"])
+        if rel.is_absolute():
+            raise A2RLError(f"episode {episode.id}: game paths are relative", "use the episodes a2rl wrote")
+        if episode.split == "train":
+            data = Path(os.environ.get("DATA_PATH", "data"))
+            if (data / rel).exists():
+                return data / rel
+            rel = Path(*rel.parts[1:]) if rel.parts and rel.parts[0] == GAMES_DIR else rel
+        path = self._split_dir(episode.split) / rel
+        if not path.exists():
+            raise A2RLError(f"episode {episode.id}: game file {path} is missing",
+                            "run from the workspace (data/ holds the train games) or regenerate the "
+                            "task data")
+        return path
+
+    def make_env(self, episode: Episode) -> Env:
+        return ALFWorldEnv(self.game_file(episode))
+
+    def messages(self, episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
+        """No system message (not every chat template has one): the first user turn is ReAct's
+        prompt (instruction, two examples of the episode's task type, `Here is the task.`, the
+        first observation); then the model's lines alternate with the environment's answers."""
+        first = {"role": "user", "content": preamble(episode.payload["task_type"]) + history[0]["content"]}
+        return [first, *history[1:]]
+
+    def parse_action(self, completion: str) -> str | None:
+        return parse_action(completion)
+
+    def finish(self, episode: Episode, env: Env, steps: list[Step]) -> tuple[float, bool]:
+        won = bool(getattr(env, "won", False))
+        return (1.0 if won else 0.0), won
+
+    def fingerprint(self) -> str:
+        """The base identity (params, held-out items), without `gen_workers` (it changes how fast
+        games are generated, not which), plus the engine version, the generator and the prompt."""
+        from importlib.metadata import version
+
+        prompt = resources.files("a2rl.tasks").joinpath("prompts", PROMPT_FILE).read_bytes()
+        base = {"task": self.name, "version": self.version,
+                "params": self.params.model_dump(mode="json", exclude={"gen_workers"}),
+                "items": stable_hash(self.heldout_items())}
+        return stable_hash({"base": base, "alfworld": version("alfworld"),
+                            "generator": GEN_VERSION, "prompt": hashlib.sha256(prompt).hexdigest(),
+                            "rollout": [MAX_STEPS, HISTORY_WINDOW, list(STOP),
+                                        self.rollout.generation.max_new_tokens]})
+
+    # ---- description --------------------------------------------------------------------------
+
+    def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
+        p = self.params
+        train = self.train_episodes()
+        example = train[0]
+        env = self.make_env(example)
+        try:
+            first = env.reset()
+        finally:
+            env.close()
+        msgs = self.messages(example, [{"role": "user", "content": first}])
+        rendered = chat_preview(msgs) if chat_preview else json.dumps(msgs, indent=1)
+        n_eval = len(self.heldout_episodes())
+        g = self.rollout.generation
+        from importlib.metadata import version
+
+        engine = f"alfworld {version('alfworld')}"
+        if p.source == "generated":
+            source = f"""generated offline by a2rl: ALFRED-format trials (a room, its receptacles,
+objects where ALFRED allows them, a goal from ALFRED's goal library) for the six task types,
+played by the real ALFWorld engine ({engine}). The {n_eval} held-out games are generated the
+same way from a seed you do not have; none of them is among your train games. Scores are not
+comparable with published ALFWorld numbers (those use the official games)"""
+        else:
+            source = f"""the official ALFWorld game files (`alfworld-download`, played by
+{engine}); the held-out set is `{p.official_split}` ({n_eval} games), your train games come
+from `train`"""
+        return f"""# Task: alfworld (level L3, interactive reward)
+
+Make the model a better household agent in ALFWorld, a text game: it reads what it sees, then
+types commands until the task ("put a clean apple in fridge", "look at book under the desklamp")
+is done. Task types: put, look/examine in light, clean, heat, cool, put two.
+
+## Data you may use
+`data/episodes.jsonl`: {len(train)} train episodes, one JSON object per line: `id`, `split`
+(`train`) and `payload` with `game` (the game file, relative to `data/`), `task_type` and `goal`.
+`data/{GAMES_DIR}/`: the game files in ALFWorld's format (`game.tw-pddl`, `traj_data.json`), ready
+for alfworld's own loaders. The games are {source}.
+`a2rl rollout --task alfworld --model <dir>` plays your model on these episodes with exactly the
+evaluator's prompt, parser and step limit, and writes trajectories you can train on (the
+`messages` field is the full conversation in the evaluation format). The `alfworld` Python package
+is installed if you want to drive the engine yourself. Code that reads the engine's admissible
+commands, expert plans, planners or gold trajectories is reported by the run audit as use of
+privileged information.
+
+## How a submission is evaluated (exactly)
+- Each held-out game is one episode of at most {MAX_STEPS} model turns (thinking turns count).
+- The first user message is ReAct's prompt: an instruction, two solved example episodes of the
+  same task type (recorded on this engine), a line on the reply format, `Here is the task.`, and
+  the game's first observation. For your first train episode, rendered with the **base model's
+  chat template** (no system message is added), the model sees exactly:
+
+```
+{rendered}
+```
+
+- Each turn the model generates greedily, at most {g.max_new_tokens} new tokens; generation stops at
+  the first newline or the end-of-turn token. The first non-empty line is the action: a leading
+  `>` and an `act:`/`action:` label are dropped; `think: <text>` is a thought (the environment
+  answers `OK.` and nothing changes); anything else is a command, lower-cased, whitespace
+  collapsed, a trailing period dropped. An empty reply ends the episode (failure).
+- Commands the engine accepts (anything else gets `Nothing happens.`): `go to <receptacle>`,
+  `open <receptacle>`, `close <receptacle>`, `take <object> from <receptacle>`,
+  `move <object> to <receptacle>` (how objects are put in/on things: **`put <object> in/on
+  <receptacle>` is not a command in this engine**), `heat <object> with <microwave>`,
+  `cool <object> with <fridge>`, `clean <object> with <sinkbasin>`, `use <lamp>`,
+  `examine <something>`, `look`, `inventory`, `help`. Names are as the game prints them
+  (`apple 1`, `countertop 2`). The list of currently admissible commands is never shown.
+- The next user message is the engine's answer. The prompt keeps the first message and the last
+  {HISTORY_WINDOW} turns (older turns are replaced by `[… earlier steps omitted …]` and the observation
+  just before the kept turns).
+- The episode ends when the goal is reached (reward 1), after {MAX_STEPS} turns or on an empty reply
+  (reward 0). Score = 100 × successes / {n_eval} held-out episodes.
+"""
