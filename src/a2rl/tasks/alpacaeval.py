@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import numbers
-import os
 import random
 import re
 import string
@@ -39,6 +38,7 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._hub import hf_offline, hub_dataset_file
 from a2rl.tasks._judge import (
     ENV_MODEL,
     JudgeClient,
@@ -164,7 +164,7 @@ class AlpacaEvalTask(Task):
             generator = str(self._offline["reference_generator"])
             rows = [dict(r, generator=generator, dataset="a2rl-offline") for r in self._offline["heldout"]]
         else:
-            path = _hub_file(EVAL_REPO, EVAL_FILE, "the AlpacaEval evaluation set")
+            path = hub_dataset_file(EVAL_REPO, EVAL_FILE, "the AlpacaEval evaluation set")
             try:
                 rows = json.loads(path.read_text(encoding="utf-8"))
                 if not isinstance(rows, list) or not all("instruction" in r and "output" in r for r in rows):
@@ -189,7 +189,7 @@ class AlpacaEvalTask(Task):
         else:
             import pyarrow.parquet as pq
 
-            path = _hub_file(TRAIN_REPO, TRAIN_FILE, "the Alpaca training data")
+            path = hub_dataset_file(TRAIN_REPO, TRAIN_FILE, "the Alpaca training data")
             table = pq.read_table(path, columns=["instruction", "input", "output"])
             raw = table.slice(0, self.params.n_train).to_pylist()
         held = {_norm(e["instruction"]) for e in self._all_heldout}
@@ -454,53 +454,23 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _hf_offline() -> bool:
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-    return env or bool(constants.HF_HUB_OFFLINE)
-
-
-def _hf_cache_dir() -> str | None:
-    """$HF_HUB_CACHE read now (huggingface_hub reads it once at import)."""
-    return os.environ.get("HF_HUB_CACHE") or None
-
-
-def _hub_file(repo: str, filename: str, what: str) -> Path:
-    """A dataset file from the Hub (or its cache). Offline → cache only, without network retries."""
-    from huggingface_hub import hf_hub_download
-
-    offline = _hf_offline()
-    try:
-        return Path(hf_hub_download(repo, filename, repo_type="dataset", local_files_only=offline,
-                                    cache_dir=_hf_cache_dir()))
-    except Exception as exc:
-        why = "offline (HF_HUB_OFFLINE) and not in the local cache" if offline else type(exc).__name__
-        raise A2RLError(
-            f"cannot load {what} ({repo}/{filename}) from the Hugging Face Hub: {why}",
-            f"run once with network access to cache it (huggingface-cli download --repo-type dataset {repo} "
-            f"{filename}), or use the offline synthetic set: --task-opt source=offline") from exc
-
-
 def lc_reference_file() -> Path | None:
     """alpaca_eval's LC data file if it is in the local cache (never downloads: evaluations run
     offline, and an LC computed from anything else would be made up)."""
-    from huggingface_hub import hf_hub_download
-
     try:
-        return Path(hf_hub_download(EVAL_REPO, LC_FILE, repo_type="dataset", local_files_only=True,
-                                    cache_dir=_hf_cache_dir()))
-    except Exception:
+        return hub_dataset_file(EVAL_REPO, LC_FILE, "alpaca_eval's length-control data",
+                                cache_only=True)
+    except A2RLError:
         return None
 
 
 def _prefetch_lc_file() -> None:
     """Cache LC's data file while the Hub is reachable (the harness side), so the offline
     evaluation child finds it. Best effort: without it the score is the raw win rate."""
-    if _hf_offline() or lc_reference_file() is not None:
+    if hf_offline() or lc_reference_file() is not None:
         return
     with contextlib.suppress(Exception):
-        _hub_file(EVAL_REPO, LC_FILE, "alpaca_eval's length-control data")
+        hub_dataset_file(EVAL_REPO, LC_FILE, "alpaca_eval's length-control data")
 
 
 def _lc_ready() -> bool:

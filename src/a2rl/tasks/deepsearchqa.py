@@ -51,6 +51,7 @@ from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._hub import hub_dataset_file
 from a2rl.tasks._interactive import InteractiveTask
 from a2rl.tasks._judge import (
     ENV_BASE_URL,
@@ -704,27 +705,9 @@ def _offline_text(name: str) -> str:
     return resources.files("a2rl.tasks").joinpath(*OFFLINE_DIR, name).read_text(encoding="utf-8")
 
 
-def _hf_offline() -> bool:
-    from huggingface_hub import constants
-
-    env = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
-    return env or bool(constants.HF_HUB_OFFLINE)
-
-
 def hub_csv() -> Path:
-    """`DSQA-full.csv` from the Hub (or its cache). Offline → cache only, without network retries."""
-    from huggingface_hub import hf_hub_download
-
-    offline = _hf_offline()
-    try:
-        return Path(hf_hub_download(HUB_REPO, HUB_FILE, repo_type="dataset", local_files_only=offline,
-                                    cache_dir=os.environ.get("HF_HUB_CACHE") or None))
-    except Exception as exc:
-        why = "offline (HF_HUB_OFFLINE) and not in the local cache" if offline else type(exc).__name__
-        raise A2RLError(
-            f"cannot load DeepSearchQA ({HUB_REPO}/{HUB_FILE}) from the Hugging Face Hub: {why}",
-            "run once with network access to cache it (huggingface-cli download --repo-type dataset "
-            f"{HUB_REPO} {HUB_FILE}), or use the offline synthetic set: --task-opt source=offline") from exc
+    """`DSQA-full.csv` from the Hub (or its cache)."""
+    return hub_dataset_file(HUB_REPO, HUB_FILE, "DeepSearchQA")
 
 
 def load_hub_rows(path: Path | None = None) -> list[dict[str, Any]]:
