@@ -123,6 +123,17 @@ def test_budget_is_enforced(tmp_path: Path, tiny_model: Path) -> None:
     assert rec.status == "finished"
 
 
+@needs_bwrap
+def test_budget_end_gives_the_agent_its_grace_period(tmp_path: Path, tiny_model: Path) -> None:
+    """SIGTERM reaches the sandboxed agent, which may save its work before SIGKILL."""
+    agent = ("cmd:trap 'echo saved > output/last-words; exit 0' TERM; "
+             "while true; do sleep 0.1; done")
+    rec = run(config(tmp_path, tiny_model, agent, budget_s=3, grace_s=5))
+    assert rec.exit_reason == "budget_exhausted"
+    ws = run_dir_of(rec, tmp_path) / "workspace"
+    assert (ws / "output" / "last-words").read_text() == "saved\n"
+
+
 def test_no_sandbox_is_recorded(tmp_path: Path, tiny_model: Path) -> None:
     rec = run(config(tmp_path, tiny_model, "cmd:./timer.sh", sandbox="none"))
     assert rec.sandboxed is False and rec.config.sandbox == "none"

@@ -13,6 +13,42 @@ from pathlib import Path
 from a2rl.runner._records import ExitReason
 
 
+def descendants(pid: int) -> list[int]:
+    """All descendants of `pid` (children first), from /proc/<pid>/task/*/children."""
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{current}/task/{tid}/children") as fh:
+                    kids = [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(kids)
+            stack.extend(kids)
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class AgentProcess:
     """The agent's process group. stdout+stderr go to `transcript` (outside the workspace)."""
 
@@ -62,12 +98,27 @@ class AgentProcess:
         return reason, self.proc.returncode
 
     def stop(self, grace_s: float) -> None:
-        self.signal_group(signal.SIGTERM)
+        """SIGTERM to every process of the agent, `grace_s` to exit, then SIGKILL.
+
+        The sandboxed processes run in their own session inside bwrap, so signalling bwrap's
+        process group alone would not reach them (and bwrap's death kills them outright); they
+        are signalled directly, found as descendants of the process we started."""
+        # Not bwrap's own processes (the PID namespace's init dying would SIGKILL everything
+        # at once) nor the exec tracer (it would take its tracees down): the agent's processes.
+        for pid in [self.proc.pid, *descendants(self.proc.pid)]:
+            if _comm(pid) not in ("bwrap", "strace"):
+                _kill(pid, signal.SIGTERM)
         try:
             self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             pass
-        # Children that ignored SIGTERM (or outlived the leader) are killed with the group.
+        self.signal_group(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        for pid in descendants(self.proc.pid):
+            _kill(pid, signal.SIGKILL)
         self.signal_group(signal.SIGKILL)
         self.proc.wait()
 
