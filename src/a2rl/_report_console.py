@@ -40,7 +40,7 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     if record.submissions:
         table = Table(title="submissions")
         for col in ("id", "at (s)", "model_path", "status", "score", "Δ", "eval s"):
-            table.add_column(col, no_wrap=True)
+            table.add_column(col, overflow="ellipsis", min_width=4)
         table.add_column("note", overflow="fold")
         for s in record.submissions:
             note = ("cached from " + s.cached_from if s.cached_from else
@@ -55,8 +55,10 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     from a2rl.runner import load_run
 
     table = Table(title=f"runs in {runs_dir}")
-    for col in ("task/run", "agent", "mode", "status", "baseline", "best", "Δ", "subs", "sandbox"):
-        table.add_column(col)
+    table.add_column("task/run", overflow="fold", min_width=20)
+    table.add_column("agent", no_wrap=True, max_width=14, overflow="ellipsis")
+    for col in ("mode", "status", "base", "best", "Δ", "subs", "sandbox"):
+        table.add_column(col, overflow="ellipsis", min_width=4)
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
     for path in found:
         try:

@@ -153,8 +153,11 @@ def _train_args(files: dict[str, str], model_path: str) -> dict[str, Any] | None
 def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
     """Training arguments saved next to the submitted model (they override script defaults)."""
     data = _train_args(files, model_path) or {}
-    return {_CONFIG_KEYS[k]: v for k, v in data.items()
-            if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
+    config = {_CONFIG_KEYS[k]: v for k, v in data.items()
+              if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
+    if config.get("data_size") == 0:  # "0 = all rows" in the reference script: not a size
+        del config["data_size"]
+    return config
 
 
 def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: bool,
