@@ -55,19 +55,19 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     from a2rl.runner import load_run
 
     table = Table(title=f"runs in {runs_dir}")
-    table.add_column("task/run", overflow="fold", min_width=20)
-    table.add_column("agent", no_wrap=True, max_width=14, overflow="ellipsis")
-    for col in ("mode", "status", "base", "best", "Δ", "subs", "sandbox"):
+    table.add_column("task/run", overflow="fold", min_width=12)
+    table.add_column("agent (mode)", max_width=16, overflow="fold")
+    for col in ("status", "base", "best", "Δ", "subs", "sandbox"):
         table.add_column(col, overflow="ellipsis", min_width=4)
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
     for path in found:
         try:
             r = load_run(path.parent)
         except Exception as exc:  # a damaged run.json must not hide the others
-            table.add_row(f"{path.parent.parent.name}/{path.parent.name}", "?", "?",
+            table.add_row(f"{path.parent.parent.name}/{path.parent.name}", "?",
                           f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")
             continue
-        table.add_row(f"{r.config.task}/{r.run_id}", r.config.agent[:24], r.config.mode,
+        table.add_row(f"{r.config.task}/{r.run_id}", f"{r.config.agent[:24]} ({r.config.mode})",
                       r.status, _fmt(r.baseline.score if r.baseline else None),
                       _fmt(r.best.score if r.best else None),
                       "—" if r.improvement is None else f"{r.improvement:+.2f}",
