@@ -3,8 +3,10 @@ cached across test runs), and a tiny random Llama with the SmolLM2 tokenizer for
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,30 @@ def perturb(model_dir: Path, scale: float = 0.01) -> None:
     tensors = {k: v + scale * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
                for k, v in tensors.items()}
     save_file(tensors, f, metadata={"format": "pt"})
+
+
+@contextlib.contextmanager
+def serve_on_loopback(app: object) -> Iterator[int]:
+    """Serve an ASGI app (a scripted judge or search API) on 127.0.0.1; yields the port."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from a2rl.grader._server import bind_socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning",  # type: ignore[arg-type]
+                                           lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "scripted server did not start"
+        time.sleep(0.01)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

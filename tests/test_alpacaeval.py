@@ -10,20 +10,17 @@ import os
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from a2rl import A2RLError
-from a2rl.grader._server import bind_socket
 from a2rl.tasks import BUILTIN_TASKS, TaskSpec
 from a2rl.tasks._judge import JudgeClient, JudgeError, JudgeSettings
 from a2rl.tasks.alpacaeval import (
@@ -41,6 +38,7 @@ from a2rl.tasks.alpacaeval import (
     parse_verdict,
     render_judge_prompt,
 )
+from conftest import serve_on_loopback
 
 SECRET = "sk-test-7f3c0ffee-do-not-leak"
 MAGIC = "PINEAPPLE"
@@ -103,21 +101,11 @@ def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedJudge]:
         status, payload, headers = state.handle(await request.json(), request.headers.get("authorization"))
         return JSONResponse(payload, status_code=status, headers=headers)
 
-    sock = bind_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "scripted judge did not start"
-        time.sleep(0.01)
-    monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{sock.getsockname()[1]}/v1")
-    monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
-    monkeypatch.setenv("A2RL_JUDGE_API_KEY", SECRET)
-    yield state
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serve_on_loopback(app) as port:
+        monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
+        monkeypatch.setenv("A2RL_JUDGE_API_KEY", SECRET)
+        yield state
 
 
 def make_task(**params: Any) -> AlpacaEvalTask:

@@ -11,21 +11,18 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from a2rl import A2RLError
 from a2rl.envs import Episode, run_rollouts
-from a2rl.grader._server import bind_socket
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import cut_at_stop
 from a2rl.tasks._search import (
@@ -58,6 +55,7 @@ from a2rl.tasks.deepsearchqa import (
     split_set_answer,
     string_match,
 )
+from conftest import serve_on_loopback
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "src" / "a2rl" / "tasks" / "data" / "deepsearchqa"
@@ -246,24 +244,13 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted]:
         status, payload = state.search(await request.json(), request.headers.get("authorization"))
         return JSONResponse(payload, status_code=status)
 
-    sock = bind_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "scripted server did not start"
-        time.sleep(0.01)
-    port = sock.getsockname()[1]
-    monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{port}/v1")
-    monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
-    monkeypatch.setenv("A2RL_JUDGE_API_KEY", SECRET)
-    monkeypatch.setenv("A2RL_SEARCH_API_URL", f"http://127.0.0.1:{port}/search")
-    monkeypatch.setenv("A2RL_SEARCH_API_KEY", SEARCH_SECRET)
-    yield state
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with serve_on_loopback(app) as port:
+        monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
+        monkeypatch.setenv("A2RL_JUDGE_API_KEY", SECRET)
+        monkeypatch.setenv("A2RL_SEARCH_API_URL", f"http://127.0.0.1:{port}/search")
+        monkeypatch.setenv("A2RL_SEARCH_API_KEY", SEARCH_SECRET)
+        yield state
 
 
 def test_web_search_backend(scripted: Scripted, a2rl_home: Path) -> None:
