@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,6 +11,22 @@ from pydantic import BaseModel
 
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
+
+
+def distinct_questions(items: Iterable[dict[str, Any]], n: int,
+                       exclude: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The first `n` items whose `question` is new (not in `exclude`, not seen before): how
+    generated splits are deduplicated and kept disjoint."""
+    seen = set(exclude)
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        if item["question"] in seen:
+            continue
+        seen.add(item["question"])
+        kept.append(item)
+        if len(kept) == n:
+            break
+    return kept
 
 
 class ItemVerdict(BaseModel):

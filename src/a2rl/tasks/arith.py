@@ -19,7 +19,7 @@ from pydantic import Field
 
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._static import ItemVerdict, StaticTextTask
+from a2rl.tasks._static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._task import TaskParams
 
 INSTRUCTION = "Respond with only the final answer."
@@ -102,29 +102,13 @@ class ArithTask(StaticTextTask):
     def _heldout(self) -> list[dict[str, Any]]:
         assert self.params.heldout_seed is not None
         # Oversample, then keep the first n distinct questions.
-        seen: set[str] = set()
-        items: list[dict[str, Any]] = []
-        for entry in self._generate(self.params.heldout_seed, self.params.n_heldout * 3):
-            if entry["question"] not in seen:
-                seen.add(entry["question"])
-                items.append(entry)
-            if len(items) == self.params.n_heldout:
-                break
-        return items
+        return distinct_questions(self._generate(self.params.heldout_seed, self.params.n_heldout * 3),
+                                  self.params.n_heldout)
 
     def train_items(self) -> list[dict[str, Any]]:
-        heldout_questions = {e["question"] for e in self._heldout}
-        seen: set[str] = set()
-        items: list[dict[str, Any]] = []
-        for entry in self._generate(TRAIN_SEED, self.params.n_train * 3):
-            q = entry["question"]
-            if q in heldout_questions or q in seen:
-                continue
-            seen.add(q)
-            items.append(entry)
-            if len(items) == self.params.n_train:
-                break
-        return items
+        return distinct_questions(self._generate(TRAIN_SEED, self.params.n_train * 3),
+                                  self.params.n_train,
+                                  exclude=(e["question"] for e in self._heldout))
 
     def user_message(self, question: str) -> str:
         return f"{question}\n{INSTRUCTION}"

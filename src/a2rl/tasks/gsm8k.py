@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
 from pathlib import Path
@@ -39,7 +39,7 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._static import ItemVerdict, StaticTextTask
+from a2rl.tasks._static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._task import EvalOutcome, TaskParams
 
 HUB_DATASET = ("openai/gsm8k", "main")
@@ -162,20 +162,6 @@ def symbolic_item(entry: dict[str, Any], index: int, split: str) -> dict[str, An
             "final": parse_gold(answer)}
 
 
-def _distinct(items: Iterable[dict[str, Any]], n: int, exclude: set[str]) -> list[dict[str, Any]]:
-    """The first `n` items whose question is new (not in `exclude`, not seen before)."""
-    seen = set(exclude)
-    kept: list[dict[str, Any]] = []
-    for item in items:
-        if item["question"] in seen:
-            continue
-        seen.add(item["question"])
-        kept.append(item)
-        if len(kept) == n:
-            break
-    return kept
-
-
 class GSM8KTask(StaticTextTask):
     name = "gsm8k"
     level = "L1"
@@ -250,8 +236,8 @@ class GSM8KTask(StaticTextTask):
             return test[: p.n_heldout] if p.n_heldout else test
         assert p.heldout_seed is not None and p.n_heldout is not None
         # Oversample (templates repeat now and then), keep the first n distinct questions.
-        items = _distinct(self._symbolic(p.heldout_seed, p.n_heldout * 3 + 20, "heldout"),
-                          p.n_heldout, exclude=set())
+        items = distinct_questions(self._symbolic(p.heldout_seed, p.n_heldout * 3 + 20, "heldout"),
+                                   p.n_heldout)
         if len(items) < p.n_heldout:
             raise A2RLError(f"gsm_symbolic gave only {len(items)} distinct held-out questions",
                             "ask for a smaller n_heldout")
@@ -268,8 +254,8 @@ class GSM8KTask(StaticTextTask):
             return train[: p.n_train] if p.n_train else train
         assert p.n_train is not None
         heldout_questions = {item["question"] for item in self._heldout}
-        items = _distinct(self._symbolic(TRAIN_SEED, p.n_train * 3 + 20, "train"), p.n_train,
-                          exclude=heldout_questions)
+        items = distinct_questions(self._symbolic(TRAIN_SEED, p.n_train * 3 + 20, "train"), p.n_train,
+                                   exclude=heldout_questions)
         if len(items) < p.n_train:
             raise A2RLError(f"gsm_symbolic gave only {len(items)} distinct train questions",
                             "ask for a smaller n_train")
