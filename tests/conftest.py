@@ -110,3 +110,30 @@ def serve_on_loopback(app: object) -> Iterator[int]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+# Agent CLIs installed by the tests (npm/pip, ~10 s each) survive between test sessions.
+AGENTS_CACHE = Path(os.environ.get("A2RL_TEST_AGENTS_DIR", REPO / ".cache" / "agents"))
+
+
+@pytest.fixture
+def installed_cli(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """installed_cli('codex') -> the launcher, its pinned CLI installed (from the package
+    registry, once) into the test cache. Without a registry it skips, except in CI."""
+    from a2rl._errors import A2RLError
+    from a2rl.agents import get_agent
+    from a2rl.agents._cli import AGENTS_DIR_ENV, install
+
+    monkeypatch.setenv(AGENTS_DIR_ENV, str(AGENTS_CACHE))
+
+    def make(name: str):  # type: ignore[no-untyped-def]
+        agent = get_agent(name)
+        try:
+            install(name, agent.package)  # type: ignore[attr-defined]
+        except A2RLError as exc:
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"cannot install the {name} CLI here: {exc}")
+        return agent
+
+    return make

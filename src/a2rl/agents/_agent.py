@@ -38,6 +38,10 @@ class AgentContext:
     """The interpreter with a2rl's training stack (the agent may use it or its own)."""
     options: dict[str, str] = field(default_factory=dict)
     """--agent-opt key=value pairs, interpreted by the agent launcher."""
+    driver: str | None = None
+    """--driver: the LLM that drives a CLI agent (its default when None)."""
+    driver_base_url: str | None = None
+    """--driver-base-url: a compatible endpoint instead of the provider's own."""
 
 
 class Agent(ABC):
@@ -76,6 +80,21 @@ class Agent(ABC):
 
     def describe(self, ctx: AgentContext) -> str:
         return shlex.join(self.command(ctx))
+
+    def prepare(self, ctx: AgentContext) -> None:
+        """Called once before the agent starts (e.g. to write a CLI's memory file)."""
+
+    def secrets(self, ctx: AgentContext) -> list[str]:
+        """Secret values handed to the agent; scrubbed from everything the harness writes."""
+        return []
+
+    def sandbox_mounts(self) -> list[Path]:
+        """Extra host folders the agent needs, mounted read-only (e.g. its CLI install)."""
+        return []
+
+    def write_events(self, agent_dir: Path) -> int:
+        """Write agent/events.jsonl from the transcript, if this agent has a parser."""
+        return 0
 
 
 class CommandAgent(Agent):

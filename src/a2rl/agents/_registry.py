@@ -8,6 +8,11 @@ from a2rl.agents._agent import Agent, CommandAgent
 
 BUILTIN_AGENTS: dict[str, str] = {
     "reference": "a2rl.agents.reference:ReferenceAgent",
+    "claude-code": "a2rl.agents.claude_code:ClaudeCodeAgent",
+    "codex": "a2rl.agents.codex:CodexAgent",
+    "opencode": "a2rl.agents.opencode:OpenCodeAgent",
+    "gemini": "a2rl.agents.gemini:GeminiAgent",
+    "openhands": "a2rl.agents.openhands:OpenHandsAgent",
 }
 DEFAULT_AGENT = "reference"
 

@@ -43,6 +43,13 @@ class RunConfig(BaseModel):
     """Period of code snapshots between submissions (each submission also takes one)."""
     exec_trace: bool = True
     """Record every program the agent runs (strace); skipped with a note when strace is absent."""
+    driver: str | None = None
+    """--driver: the LLM driving a CLI agent (None: the launcher's default)."""
+    driver_base_url: str | None = None
+    """--driver-base-url: a compatible endpoint used instead of the provider's own."""
+    network: Literal["full", "none"] = "full"
+    """Sandbox network: full (hosted drivers) or none (only the grader, and the driver endpoint
+    when it is on this machine, are reachable)."""
 
 
 class TaskInfo(BaseModel):
@@ -98,6 +105,10 @@ class RunRecord(BaseModel):
     """False means the agent ran without OS isolation (--no-sandbox): flag the result."""
     agent_command: str | None = None
     """The command line started inside the sandbox (secrets never appear in it)."""
+    agent_package: str | None = None
+    """The CLI and its pinned version (e.g. `@openai/codex@0.171.0`) for CLI agents."""
+    agent_events: int | None = None
+    """Events parsed from the CLI's transcript into agent/events.jsonl (None: no parser)."""
     exec_traced: bool = False
     """True when agent/exec.jsonl lists every program the agent ran (strace)."""
     grader_url: str | None = None

@@ -23,7 +23,7 @@ from rich.progress import (
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.agents import AgentContext, get_agent
+from a2rl.agents import Agent, AgentContext, get_agent
 from a2rl.grader import (
     Grader,
     GraderConfig,
@@ -35,7 +35,7 @@ from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess
-from a2rl.sandbox import get_sandbox
+from a2rl.sandbox import HostBridge, get_sandbox
 from a2rl.tasks import Task, get_task
 from a2rl.workspace import build_workspace, check_mode
 
@@ -119,6 +119,14 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
     check_mode(config.mode)
     agent = get_agent(config.agent)
     sandbox = get_sandbox(config.sandbox)
+    if config.network == "none" and not sandbox.sandboxed:
+        raise A2RLError("--network none needs the sandbox",
+                        "drop --no-sandbox, or use --network full")
+    driver_port = _loopback_port(config.driver_base_url)
+    if config.network == "none" and config.driver_base_url and driver_port is None:
+        raise A2RLError(f"--network none cannot reach the driver at {config.driver_base_url}",
+                        "use --network full for a hosted driver, or serve the driver on this "
+                        "machine's loopback (e.g. vLLM on http://127.0.0.1:8000/v1)")
     task = get_task(config.task, config.task_params)
 
     run_id = run_id or new_run_id(config.agent)
@@ -136,6 +144,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                   + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
     console.print(f"run directory: {run_dir}")
     server: GraderServer | None = None
+    bridge: HostBridge | None = None
     grader: Grader | None = None
     live_summary: LiveSummary | None = None
     try:
@@ -181,8 +190,13 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
             record.grader_url = server.url
             ctx = AgentContext(workspace=ws, grader_url=server.url, token=server.token,
                                budget_s=config.budget_s, task=task.name, mode=config.mode,
-                               python=sys.executable, options=config.agent_options)
+                               python=sys.executable, options=config.agent_options,
+                               driver=config.driver, driver_base_url=config.driver_base_url)
+            secrets = agent.secrets(ctx)
+            agent.prepare(ctx)
             argv = agent.command(ctx)
+            agent_env = agent.environment(ctx)
+            record.agent_package = getattr(getattr(agent, "package", None), "spec", None)
             trace_fd: int | None = None
             strace = strace_available() if config.exec_trace else None
             if strace:
@@ -194,8 +208,12 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                 console.print("[yellow]strace is not installed: the programs the agent runs are "
                               "not recorded (apt-get install strace)[/]")
             record.exec_traced = trace_fd is not None
-            argv = sandbox.wrap(argv, workspace=ws.root)
-            record.agent_command = agent.describe(ctx)
+            if config.network == "none":
+                ports = [server.port] + ([driver_port] if driver_port else [])
+                bridge = HostBridge(run_dir / "net", ports).start()
+            argv = sandbox.wrap(argv, workspace=ws.root, read_only=agent.sandbox_mounts(),
+                                bridge=bridge)
+            record.agent_command = _scrub(agent.describe(ctx), secrets)
             record.status = "running"
             record.agent_started_at = utcnow()
             save()
@@ -207,7 +225,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
             t1, t1_epoch = time.monotonic(), time.time()
             if trace_fd is not None:
                 live_summary.builder.exec_t0 = t1_epoch
-            proc = AgentProcess(argv, env=agent.environment(ctx), cwd=ws.root,
+            proc = AgentProcess(argv, env=agent_env, cwd=ws.root, secrets=secrets,
                                 pass_fds=(trace_fd,) if trace_fd is not None else (),
                                 transcript=run_dir / "agent" / "transcript.log",
                                 echo=(lambda s: progress.console.print(f"[dim]  agent│ {s}[/]",
@@ -221,6 +239,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
             if trace_fd is not None:
                 os.close(trace_fd)
                 _write_exec_events(run_dir, t1_epoch)
+            record.agent_events = _write_agent_events(agent, run_dir, console)
             grader.stop_accepting()
             recorder.stop()
             record.timings.agent_s = round(time.monotonic() - t1, 2)
@@ -245,6 +264,8 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         record.exit_reason = record.exit_reason or "harness_error"
         raise
     finally:
+        if bridge is not None:
+            bridge.stop()
         if server is not None:
             server.stop()
         if grader is not None:
@@ -259,6 +280,35 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         if live_summary is not None:
             _analyze_quietly(run_dir, task, live_summary, console)
     return record
+
+
+def _loopback_port(url: str | None) -> int | None:
+    """The port of a driver endpoint on this machine's loopback (relayed under network none)."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for s in secrets:
+        text = text.replace(s, "[REDACTED]")
+    return text
+
+
+def _write_agent_events(agent: Agent, run_dir: Path, console: Console) -> int | None:
+    """agent/events.jsonl from the CLI's transcript; a parser failure never loses the run."""
+    try:
+        n = agent.write_events(run_dir / "agent")
+    except Exception as exc:
+        console.print(f"[yellow]could not parse the agent's transcript into events "
+                      f"({type(exc).__name__}: {exc})[/]")
+        return None
+    return n if (run_dir / "agent" / "events.jsonl").exists() else None
 
 
 def _write_exec_events(run_dir: Path, t0: float) -> None:

@@ -53,9 +53,14 @@ class AgentProcess:
     """The agent's process group. stdout+stderr go to `transcript` (outside the workspace)."""
 
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, transcript: Path,
-                 echo: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
+                 echo: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = (),
+                 secrets: list[str] | None = None) -> None:
         transcript.parent.mkdir(parents=True, exist_ok=True)
         self._log = transcript.open("ab")
+        # Arrival time of each transcript line, for event logs built from native CLI streams.
+        self._times = transcript.with_suffix(".times").open("a")
+        self._secrets = [s.encode() for s in (secrets or []) if s]
+        self._t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, pass_fds=pass_fds)
@@ -65,8 +70,12 @@ class AgentProcess:
     def _copy_output(self, echo: Callable[[str], None] | None) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            for secret in self._secrets:  # nothing the harness writes may echo a key
+                line = line.replace(secret, b"[REDACTED]")
             self._log.write(line)
             self._log.flush()
+            self._times.write(f"{time.monotonic() - self._t0:.3f}\n")
+            self._times.flush()
             if echo:
                 # progress bars redraw with \r: show only the last state of the line
                 text = line.decode(errors="replace").rstrip("\n").split("\r")[-1].rstrip()
@@ -125,3 +134,4 @@ class AgentProcess:
     def close(self) -> None:
         self._pump.join(timeout=5)
         self._log.close()
+        self._times.close()

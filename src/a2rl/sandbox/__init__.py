@@ -1,8 +1,10 @@
 """Isolation of the agent process (bubblewrap), or an explicit, recorded lack of it."""
 
+from a2rl.sandbox._bridge import HostBridge
 from a2rl.sandbox._sandbox import (
     SANDBOX_UID,
     BwrapSandbox,
+    NetworkPolicy,
     NoSandbox,
     Sandbox,
     SandboxKind,
@@ -10,5 +12,5 @@ from a2rl.sandbox._sandbox import (
     system_mount_args,
 )
 
-__all__ = ["SANDBOX_UID", "BwrapSandbox", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox",
+__all__ = ["SANDBOX_UID", "BwrapSandbox", "HostBridge", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox",
            "system_mount_args"]

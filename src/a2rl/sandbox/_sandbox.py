@@ -5,7 +5,9 @@ read-only), the system and Python toolchain read-only, a private /tmp and HOME, 
 namespace, and GPU device nodes when present. It does not see the run directory (ledger,
 artifacts, evaluation outputs), $A2RL_HOME (held-out seeds, caches), other runs or the
 invoking user's home. It runs as an unprivileged uid in a user namespace, so file permissions
-apply to it. The network is shared (the grader listens on loopback and is token-protected).
+apply to it. Network: `full` shares the host's (the grader listens on loopback and is
+token-protected; hosted drivers need the internet); `none` gives the sandbox its own network
+namespace where only the relayed loopback ports (grader, local driver) answer.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import glob
 import shutil
 import sys
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
 from a2rl._errors import A2RLError
+from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
 from a2rl.workspace import READ_ONLY_ENTRIES
 
 SandboxKind = Literal["bwrap", "none"]
+NetworkPolicy = Literal["full", "none"]
 SANDBOX_UID = 1000
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
 # The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
@@ -46,8 +51,11 @@ class Sandbox(Protocol):
     kind: SandboxKind
     sandboxed: bool
 
-    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
-        """The command line that runs `argv` inside the sandbox with cwd = workspace."""
+    def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
+             bridge: HostBridge | None = None) -> list[str]:
+        """The command line that runs `argv` inside the sandbox with cwd = workspace;
+        `read_only` host folders become visible read-only; `bridge` (network none) relays
+        its loopback ports into a private network namespace."""
         ...
 
 
@@ -58,7 +66,10 @@ class NoSandbox:
     kind: SandboxKind = "none"
     sandboxed: bool = False
 
-    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
+    def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
+             bridge: HostBridge | None = None) -> list[str]:
+        if bridge is not None:
+            raise A2RLError("--network none needs the sandbox", "drop --no-sandbox")
         return list(argv)
 
 
@@ -79,7 +90,8 @@ class BwrapSandbox:
     sandboxed: bool = True
     executable: str = "bwrap"
 
-    def wrap(self, argv: list[str], *, workspace: Path) -> list[str]:
+    def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
+             bridge: HostBridge | None = None) -> list[str]:
         ws = str(workspace.resolve())
         args = [self.executable, "--die-with-parent", "--new-session",
                 "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -95,6 +107,12 @@ class BwrapSandbox:
         for root in _python_roots():
             if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
                 args += ["--ro-bind", str(root), str(root)]
+        for path in read_only:
+            args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
+        if bridge is not None:
+            args += ["--unshare-net", "--bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
+            argv = [sys.executable, "-m", "a2rl.sandbox._bridge", *bridge.inside_args(), "--",
+                    *argv]
         args += ["--bind", ws, ws]
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():

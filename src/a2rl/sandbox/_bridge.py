@@ -1,0 +1,124 @@
+"""Loopback bridge for `--network none`: the sandbox gets its own network namespace (nothing
+outside is reachable), and only chosen host loopback ports (the grader, a local driver
+endpoint) are relayed into it through Unix sockets.
+
+Host side (`HostBridge`, in the harness): one Unix socket per port, relayed to 127.0.0.1:port.
+Inside (`python -m a2rl.sandbox._bridge PORT=SOCKET ... -- argv`): listens on 127.0.0.1:PORT in
+the sandbox's namespace, relays to the socket, and runs the agent's argv as its child, so the
+agent uses the same URLs as with full network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+SOCKET_DIR_IN_SANDBOX = "/run/a2rl-net"
+
+Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+def _relay(open_upstream: Opener) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                              Awaitable[None]]:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await open_upstream()
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+    return handle
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Awaitable[object]) -> object:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=10)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+class HostBridge:
+    """Relays Unix sockets in `socket_dir` (one per port, named `<port>.sock`) to 127.0.0.1."""
+
+    def __init__(self, socket_dir: Path, ports: list[int]) -> None:
+        self.socket_dir, self.ports = socket_dir, sorted(set(ports))
+        self._loop: _LoopThread | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+
+    def start(self) -> HostBridge:
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_dir.chmod(0o700)
+        self._loop = _LoopThread()
+        for port in self.ports:
+            path = self.socket_dir / f"{port}.sock"
+            path.unlink(missing_ok=True)
+
+            def upstream(port: int = port) -> Awaitable[tuple[asyncio.StreamReader,
+                                                               asyncio.StreamWriter]]:
+                return asyncio.open_connection("127.0.0.1", port)
+
+            server = self._loop.run(asyncio.start_unix_server(_relay(upstream), path=str(path)))
+            self._servers.append(server)  # type: ignore[arg-type]
+        return self
+
+    def inside_args(self) -> list[str]:
+        """PORT=SOCKET arguments for the bridge inside the sandbox."""
+        return [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        for server in self._servers:
+            self._loop.loop.call_soon_threadsafe(server.close)
+        self._loop.stop()
+        self._loop = None
+
+
+def main(argv: list[str]) -> int:
+    """Inside the sandbox: `PORT=SOCKET ... -- command...`."""
+    split = argv.index("--")
+    mappings = [m.split("=", 1) for m in argv[:split]]
+    command = argv[split + 1:]
+    loop = _LoopThread()
+    for port, sock in mappings:
+        def upstream(sock: str = sock) -> Awaitable[tuple[asyncio.StreamReader,
+                                                          asyncio.StreamWriter]]:
+            return asyncio.open_unix_connection(sock)
+
+        loop.run(asyncio.start_server(_relay(upstream), "127.0.0.1", int(port)))
+    # The harness signals every process of the agent at the budget's end; the bridge keeps
+    # relaying while its child uses the grace period, and exits with it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                             preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
