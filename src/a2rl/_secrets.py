@@ -24,3 +24,14 @@ def installation_seed(name: str) -> int:
     with os.fdopen(fd, "w") as fh:
         fh.write(f"{value}\n")
     return value
+
+
+REDACTED = "[REDACTED]"
+
+
+def scrub(text: str, secret_values: list[str] | tuple[str, ...]) -> str:
+    """`text` with every known secret value (API keys handed to an agent) replaced."""
+    for value in secret_values:
+        if value:
+            text = text.replace(value, REDACTED)
+    return text

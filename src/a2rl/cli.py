@@ -13,6 +13,8 @@ app = typer.Typer(help="a2rl: can LLM coding agents engineer LLM post-training? 
                   pretty_exceptions_enable=False, add_completion=False)
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
+agents_app = typer.Typer(help="Agents under test: list them, install their CLIs.")
+app.add_typer(agents_app, name="agents")
 
 RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<run_id> "
                                               "(default ./runs or $A2RL_RUNS_DIR).")]
@@ -66,17 +68,26 @@ def run(
     grace: Annotated[float, typer.Option(help="Seconds between SIGTERM and SIGKILL.")] = 30.0,
     runs_dir: RunsDir = None,
     echo_agent: Annotated[bool, typer.Option(help="Print the agent's output live.")] = False,
+    driver: Annotated[str | None, typer.Option(help="LLM driving a CLI agent (e.g. "
+                                               "claude-sonnet-4-5, gpt-5-codex).")] = None,
+    driver_base_url: Annotated[str | None, typer.Option(
+        help="Compatible endpoint for the driver instead of the provider's own.")] = None,
+    network: Annotated[str, typer.Option(help="Sandbox network: full, or none (only the grader "
+                                         "and a loopback driver endpoint).")] = "full",
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
             agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
             no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
-            runs_dir=runs_dir, echo_agent=echo_agent)
+            runs_dir=runs_dir, echo_agent=echo_agent, driver=driver,
+            driver_base_url=driver_base_url, network=network)
 
 
 def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             agent_opt: dict[str, str], task_opt: dict[str, object], no_sandbox: bool, port: int,
-            eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool) -> object:
+            eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool,
+            driver: str | None = None, driver_base_url: str | None = None,
+            network: str = "full") -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -90,10 +101,14 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
         eval_timeout_s = parse_duration(eval_timeout)
     except ValueError as exc:
         raise A2RLError(str(exc), "use e.g. 12h, 30m, 90s or a number of seconds") from exc
+    if network not in ("full", "none"):
+        raise A2RLError(f"unknown --network {network!r}", "use --network full or --network none")
     config = RunConfig(task=task, task_params=task_opt, agent=agent, agent_options=agent_opt,
                        model=model, mode=mode, budget_s=budget_s,
                        sandbox="none" if no_sandbox else "bwrap", eval_timeout_s=eval_timeout_s,
-                       grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)))
+                       grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
+                       driver=driver, driver_base_url=driver_base_url,
+                       network=network)  # type: ignore[arg-type]
     console = Console()
     record = run_fn(config, console=console, echo_agent=echo_agent)
     console.rule("result")
@@ -252,13 +267,64 @@ def tasks_cmd() -> None:
         typer.echo(f"{name:12s} {cls.level}  reward={cls.reward_kind}  version={cls.version}")
 
 
-@app.command("agents")
-def agents_cmd() -> None:
-    """List the registered agents."""
-    from a2rl.agents import list_agents
+@agents_app.callback(invoke_without_command=True)
+def agents_default(ctx: typer.Context) -> None:
+    """With no subcommand: the same as `a2rl agents list`."""
+    if ctx.invoked_subcommand is None:
+        agents_list()
 
+
+@agents_app.command("list")
+def agents_list() -> None:
+    """Registered agents; for CLI agents: the pinned version, whether it is installed, and the
+    credentials it reads (which of them are set)."""
+    import os
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from a2rl.agents import get_agent, list_agents
+    from a2rl.agents._cli import CLIAgent, is_installed
+
+    table = Table("agent", "CLI (pinned)", "installed", "credentials (✔ set)", "description")
     for name in list_agents():
-        typer.echo(name)
+        if name.startswith("cmd:"):
+            table.add_row(name, "", "", "", "any shell command")
+            continue
+        agent = get_agent(name)
+        if isinstance(agent, CLIAgent):
+            creds = ", ".join(f"{c}{' ✔' if os.environ.get(c) else ''}"
+                              for c in agent.credentials)
+            table.add_row(name, agent.package.spec,
+                          "yes" if is_installed(name, agent.package) else
+                          f"no (a2rl agents install {name})", creds, agent.description)
+        else:
+            table.add_row(name, "(built in)", "yes", "none", agent.description)
+    Console().print(table)
+
+
+@agents_app.command("install")
+def agents_install(
+    names: Annotated[list[str], typer.Argument(help="CLI agents to install (or 'all').")],
+    force: Annotated[bool, typer.Option(help="Reinstall even when present.")] = False,
+) -> None:
+    """Install pinned agent CLIs (npm/pip) into the a2rl cache ($A2RL_AGENTS_DIR or
+    $A2RL_HOME/agents); only that folder is mounted, read-only, into the sandbox."""
+    from a2rl._errors import A2RLError
+    from a2rl.agents import get_agent, list_agents
+    from a2rl.agents._cli import CLIAgent, install
+
+    if names == ["all"]:
+        names = [n for n in list_agents() if isinstance(get_agent(n) if not n.startswith("cmd:")
+                                                        else None, CLIAgent)]
+    for name in names:
+        agent = get_agent(name)
+        if not isinstance(agent, CLIAgent):
+            raise A2RLError(f"{name} has nothing to install",
+                            "only CLI agents (a2rl agents list) are installed")
+        typer.echo(f"installing {agent.package.spec} …")
+        exe = install(name, agent.package, force=force)
+        typer.echo(f"{name}: {exe}")
 
 
 @app.command("prepare-model")

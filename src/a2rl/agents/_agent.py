@@ -83,6 +83,7 @@ class Agent(ABC):
 
     def prepare(self, ctx: AgentContext) -> None:
         """Called once before the agent starts (e.g. to write a CLI's memory file)."""
+        return None
 
     def secrets(self, ctx: AgentContext) -> list[str]:
         """Secret values handed to the agent; scrubbed from everything the harness writes."""

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -33,7 +33,6 @@ from a2rl._paths import cache_dir
 from a2rl.agents._agent import Agent, AgentContext
 from a2rl.agents._events import AgentEvent
 
-SCRUBBED = "[REDACTED]"
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""
 
@@ -287,10 +286,3 @@ def json_lines(lines: Iterable[tuple[float, str]]) -> Iterable[tuple[float, dict
             continue
         if isinstance(obj, dict):
             yield t, obj
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    for s in secrets:
-        if s:
-            text = text.replace(s, SCRUBBED)
-    return text

@@ -22,6 +22,7 @@ from rich.progress import (
 )
 
 from a2rl._errors import A2RLError
+from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import Agent, AgentContext, get_agent
 from a2rl.grader import (
@@ -213,7 +214,7 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
                 bridge = HostBridge(run_dir / "net", ports).start()
             argv = sandbox.wrap(argv, workspace=ws.root, read_only=agent.sandbox_mounts(),
                                 bridge=bridge)
-            record.agent_command = _scrub(agent.describe(ctx), secrets)
+            record.agent_command = scrub(agent.describe(ctx), secrets)
             record.status = "running"
             record.agent_started_at = utcnow()
             save()
@@ -292,12 +293,6 @@ def _loopback_port(url: str | None) -> int | None:
     if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
         return None
     return parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    for s in secrets:
-        text = text.replace(s, "[REDACTED]")
-    return text
 
 
 def _write_agent_events(agent: Agent, run_dir: Path, console: Console) -> int | None:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from a2rl._secrets import REDACTED
 from a2rl.runner._records import ExitReason
 
 
@@ -71,7 +72,7 @@ class AgentProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             for secret in self._secrets:  # nothing the harness writes may echo a key
-                line = line.replace(secret, b"[REDACTED]")
+                line = line.replace(secret, REDACTED.encode())
             self._log.write(line)
             self._log.flush()
             self._times.write(f"{time.monotonic() - self._t0:.3f}\n")

@@ -12,5 +12,5 @@ from a2rl.sandbox._sandbox import (
     system_mount_args,
 )
 
-__all__ = ["SANDBOX_UID", "BwrapSandbox", "HostBridge", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "get_sandbox",
-           "system_mount_args"]
+__all__ = ["SANDBOX_UID", "BwrapSandbox", "HostBridge", "NetworkPolicy", "NoSandbox", "Sandbox",
+           "SandboxKind", "get_sandbox", "system_mount_args"]

@@ -3,7 +3,7 @@ outside is reachable), and only chosen host loopback ports (the grader, a local 
 endpoint) are relayed into it through Unix sockets.
 
 Host side (`HostBridge`, in the harness): one Unix socket per port, relayed to 127.0.0.1:port.
-Inside (`python -m a2rl.sandbox._bridge PORT=SOCKET ... -- argv`): listens on 127.0.0.1:PORT in
+Inside (`inside_command(...)`: `main(PORT=SOCKET ... -- argv)`): listens on 127.0.0.1:PORT in
 the sandbox's namespace, relays to the socket, and runs the agent's argv as its child, so the
 agent uses the same URLs as with full network.
 """
@@ -87,9 +87,11 @@ class HostBridge:
             self._servers.append(server)  # type: ignore[arg-type]
         return self
 
-    def inside_args(self) -> list[str]:
-        """PORT=SOCKET arguments for the bridge inside the sandbox."""
-        return [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
+    def inside_command(self, argv: list[str]) -> list[str]:
+        """`argv` run under the bridge's inside half (listening on the relayed ports)."""
+        maps = [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
+        return [sys.executable, "-c", "import sys; from a2rl.sandbox._bridge import main; "
+                "sys.exit(main(sys.argv[1:]))", *maps, "--", *argv]
 
     def stop(self) -> None:
         if self._loop is None:
@@ -115,10 +117,7 @@ def main(argv: list[str]) -> int:
     # The harness signals every process of the agent at the budget's end; the bridge keeps
     # relaying while its child uses the grace period, and exits with it.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+    # close_fds=False: the exec tracer's log descriptor is inherited through the bridge.
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, close_fds=False,
                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     return child.wait()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

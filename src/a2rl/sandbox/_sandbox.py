@@ -15,8 +15,8 @@ from __future__ import annotations
 import glob
 import shutil
 import sys
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -111,8 +111,7 @@ class BwrapSandbox:
             args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
         if bridge is not None:
             args += ["--unshare-net", "--bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
-            argv = [sys.executable, "-m", "a2rl.sandbox._bridge", *bridge.inside_args(), "--",
-                    *argv]
+            argv = bridge.inside_command(argv)
         args += ["--bind", ws, ws]
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():
