@@ -52,11 +52,12 @@ def _runs_dir(value: Path | None) -> Path:
 
 @app.command()
 def run(
-    task: Annotated[str, typer.Option(help="Task name (a2rl tasks).")] = "arith",
+    task: Annotated[str, typer.Option(help="Task name (a2rl tasks); several, comma-separated, "
+                                      "with --mode multi.")] = "arith",
     agent: Annotated[str, typer.Option(help="Agent name, or cmd:'<shell command>'.")] = "reference",
     model: Annotated[str, typer.Option(help="Embedded alias, local HF folder or hub id.")
                      ] = "smollm2-135m",
-    mode: Annotated[str, typer.Option(help="free | sft-only | rl-oriented")] = "free",
+    mode: Annotated[str, typer.Option(help="free | sft-only | rl-oriented | multi")] = "free",
     budget: Annotated[str, typer.Option(help="Agent budget: 12h, 30m, 90s or seconds.")] = "12h",
     agent_opt: Annotated[list[str] | None, typer.Option(help="key=value for the agent.")] = None,
     task_opt: Annotated[list[str] | None, typer.Option(help="key=value (JSON values) for the "
@@ -103,17 +104,24 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
         raise A2RLError(str(exc), "use e.g. 12h, 30m, 90s or a number of seconds") from exc
     if network not in ("full", "none"):
         raise A2RLError(f"unknown --network {network!r}", "use --network full or --network none")
-    config = RunConfig(task=task, task_params=task_opt, agent=agent, agent_options=agent_opt,
+    tasks = [t.strip() for t in task.split(",") if t.strip()] if "," in task else []
+    config = RunConfig(task=task, tasks=tasks, task_params=task_opt, agent=agent, agent_options=agent_opt,
                        model=model, mode=mode, budget_s=budget_s,
                        sandbox="none" if no_sandbox else "bwrap", eval_timeout_s=eval_timeout_s,
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
                        network=network)  # type: ignore[arg-type]
     console = Console()
-    record = run_fn(config, console=console, echo_agent=echo_agent)
-    console.rule("result")
-    show_run(record, console, Path(config.runs_dir) / config.task / record.run_id)
-    return record
+    if tasks:
+        from a2rl.runner import run_multi
+
+        records = run_multi(config, console=console, echo_agent=echo_agent)
+    else:
+        records = [run_fn(config, console=console, echo_agent=echo_agent)]
+    for record in records:
+        console.rule(f"result: {record.config.task}")
+        show_run(record, console, Path(config.runs_dir) / record.config.task / record.run_id)
+    return records[0]
 
 
 @app.command()

@@ -42,6 +42,8 @@ class AgentContext:
     """--driver: the LLM that drives a CLI agent (its default when None)."""
     driver_base_url: str | None = None
     """--driver-base-url: a compatible endpoint instead of the provider's own."""
+    graders: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Mode multi: task → (grader URL, token); each task folder's grader.env has them too."""
 
 
 class Agent(ABC):
@@ -65,16 +67,19 @@ class Agent(ABC):
             "HOME": "/tmp/home",
             "HF_HOME": "/tmp/home/.cache/huggingface",
             "PYTHONUNBUFFERED": "1",
-            "A2RL_GRADER_URL": ctx.grader_url,
-            "A2RL_TOKEN": ctx.token,
             "A2RL_BUDGET_SECONDS": str(int(ctx.budget_s)),
             "A2RL_MODE": ctx.mode,
             "A2RL_WORKSPACE": str(ws.root),
-            "MODEL_PATH": str(ws.model_dir),
-            "DATA_PATH": str(ws.data_dir),
-            "OUTPUT_DIR": str(ws.output_dir),
             "TASK": ctx.task,
         })
+        if ctx.graders:  # multi: one grader per task folder (its grader.env says which)
+            for task, (url, token) in ctx.graders.items():
+                key = task.upper().replace("-", "_")
+                env[f"A2RL_GRADER_URL_{key}"], env[f"A2RL_TOKEN_{key}"] = url, token
+        else:
+            env.update({"A2RL_GRADER_URL": ctx.grader_url, "A2RL_TOKEN": ctx.token,
+                        "MODEL_PATH": str(ws.model_dir), "DATA_PATH": str(ws.data_dir),
+                        "OUTPUT_DIR": str(ws.output_dir)})
         env.update(self.extra_env(ctx))
         return env
 

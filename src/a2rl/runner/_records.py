@@ -17,6 +17,8 @@ class RunConfig(BaseModel):
 
     task: str
     """Registered task name."""
+    tasks: list[str] = Field(default_factory=list)
+    """Mode `multi` only: every task of the run (this record's `task` is one of them)."""
     task_params: dict[str, Any] = Field(default_factory=dict)
     """Task options given with --task-opt (defaults filled in under `task.params`)."""
     agent: str
@@ -26,7 +28,7 @@ class RunConfig(BaseModel):
     model: str
     """--model as given: embedded alias, local folder or hub id."""
     mode: str
-    """Operating mode: free, sft-only or rl-oriented."""
+    """Operating mode: free, sft-only, rl-oriented or multi."""
     budget_s: float
     """The agent's budget in seconds on the grader's clock."""
     sandbox: Literal["bwrap", "none"]

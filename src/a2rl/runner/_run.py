@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import secrets
@@ -9,7 +10,7 @@ import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -36,9 +37,17 @@ from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess
-from a2rl.sandbox import HostBridge, get_sandbox
+from a2rl.sandbox import HostBridge, Sandbox, get_sandbox
 from a2rl.tasks import Task, get_task
-from a2rl.workspace import build_workspace, check_mode
+from a2rl.workspace import (
+    GRADER_ENV,
+    READ_ONLY_ENTRIES,
+    Workspace,
+    build_multi_root,
+    build_workspace,
+    check_mode,
+    write_grader_envs,
+)
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
@@ -109,47 +118,35 @@ class _RunEvents:
             console.print(f"[yellow]summary for {record.id} failed: {exc}[/]")
 
 
-def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
-        run_id: str | None = None) -> RunRecord:
-    console = console or Console()
-    started = time.monotonic()
-    # Validate everything cheap before any heavy step.
-    if config.budget_s <= 0:
-        raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
-                        "pass e.g. --budget 12h, --budget 30m or --budget 900")
-    check_mode(config.mode)
-    agent = get_agent(config.agent)
-    sandbox = get_sandbox(config.sandbox)
-    if config.network == "none" and not sandbox.sandboxed:
-        raise A2RLError("--network none needs the sandbox",
-                        "drop --no-sandbox, or use --network full")
-    driver_port = _loopback_port(config.driver_base_url)
-    if config.network == "none" and config.driver_base_url and driver_port is None:
-        raise A2RLError(f"--network none cannot reach the driver at {config.driver_base_url}",
-                        "use --network full for a hosted driver, or serve the driver on this "
-                        "machine's loopback (e.g. vLLM on http://127.0.0.1:8000/v1)")
-    task = get_task(config.task, config.task_params)
+class _TaskRun:
+    """One task's share of a run: its run directory and record, workspace, baseline, grader
+    and live summary. A plain run has one; a `multi` run has one per task and one agent."""
 
-    run_id = run_id or new_run_id(config.agent)
-    run_dir = Path(config.runs_dir) / config.task / run_id
-    if run_dir.exists():
-        raise A2RLError(f"run directory {run_dir} already exists", "use another run id")
-    run_dir.mkdir(parents=True)
-    run_dir.chmod(0o700)  # other local users must not read the ledger or held-out outputs
-    record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(), config=config,
-                       versions=package_versions(), sandboxed=sandbox.sandboxed)
-    save = lambda: atomic_write_text(run_dir / "run.json", record.model_dump_json(indent=2))  # noqa: E731
-    save()
-    console.print(f"[bold]a2rl run[/] {run_id}  task={config.task} agent={config.agent} "
-                  f"model={config.model} mode={config.mode} budget={config.budget_s:.0f}s"
-                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
-    console.print(f"run directory: {run_dir}")
-    server: GraderServer | None = None
-    bridge: HostBridge | None = None
-    grader: Grader | None = None
-    live_summary: LiveSummary | None = None
-    try:
-        base = resolve_model(config.model)
+    def __init__(self, config: RunConfig, run_id: str, sandboxed: bool, console: Console,
+                 *, ws_root: Path | None = None) -> None:
+        self.config, self.console = config, console
+        self.task = get_task(config.task, config.task_params)
+        self.run_dir = Path(config.runs_dir) / config.task / run_id
+        if self.run_dir.exists():
+            raise A2RLError(f"run directory {self.run_dir} already exists", "use another run id")
+        self.run_dir.mkdir(parents=True)
+        self.run_dir.chmod(0o700)  # other local users must not read the ledger or outputs
+        self.ws_root = ws_root or self.run_dir / "workspace"
+        self.record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(),
+                                config=config, versions=package_versions(), sandboxed=sandboxed)
+        self.grader: Grader | None = None
+        self.server: GraderServer | None = None
+        self.summary: LiveSummary | None = None
+        self.events: _RunEvents | None = None
+        self.save()
+
+    def save(self) -> None:
+        atomic_write_text(self.run_dir / "run.json", self.record.model_dump_json(indent=2))
+
+    def prepare(self, started: float) -> Workspace:
+        """Model, workspace and baseline (not charged to the agent)."""
+        config, record, task = self.config, self.record, self.task
+        base = self.base = resolve_model(config.model)
         record.model = ModelInfo(spec=base.spec, source=base.source, path=str(base.path),
                                  content_hash=base.content_hash, model_type=base.model_type)
         record.task = TaskInfo(name=task.name, version=task.version, level=task.level,
@@ -160,127 +157,285 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
 
         tokenizer = load_tokenizer(base.path)
         description = task.description(chat_preview=lambda m: render_chat(tokenizer, m))
-        ws = build_workspace(run_dir / "workspace", task=task, base=base, mode=config.mode,
-                             budget_s=config.budget_s, description=description)
+        self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
+                                  budget_s=config.budget_s, description=description)
+        if self.ws_root != self.run_dir / "workspace":  # multi: the run dir points at it
+            (self.run_dir / "workspace").symlink_to(self.ws_root)
         record.timings.setup_s = round(time.monotonic() - started, 2)
-        save()
-
+        self.save()
         t0 = time.monotonic()
-        with _progress(console) as progress:
-            bar = progress.add_task("scoring the baseline", total=None)
+        with _progress(self.console) as progress:
+            bar = progress.add_task(f"scoring the baseline ({task.name})", total=None)
             baseline = score_baseline(
-                task, base, run_dir / "evals" / "baseline", timeout_s=config.eval_timeout_s,
+                task, base, self.run_dir / "evals" / "baseline", timeout_s=config.eval_timeout_s,
                 on_progress=lambda d, t: progress.update(bar, completed=d, total=t))
-        record.baseline = baseline
+        self.baseline = record.baseline = baseline
         record.timings.baseline_s = round(time.monotonic() - t0, 2)
-        atomic_write_text(run_dir / "baseline.json", baseline.model_dump_json(indent=2))
-        console.print(f"baseline: [bold]{baseline.score:.2f}[/] on {baseline.n_items} held-out "
-                      f"items" + (" (cached)" if baseline.cached else
-                                  f" ({baseline.eval_seconds:.0f} s)"))
+        atomic_write_text(self.run_dir / "baseline.json", baseline.model_dump_json(indent=2))
+        self.console.print(f"baseline ({task.name}): [bold]{baseline.score:.2f}[/] on "
+                           f"{baseline.n_items} held-out items" +
+                           (" (cached)" if baseline.cached else
+                            f" ({baseline.eval_seconds:.0f} s)"))
+        return self.ws
 
+    def start_grader(self, progress: Progress) -> GraderServer:
+        from a2rl.analysis import LiveSummary
+
+        self.summary = LiveSummary(self.run_dir, self.task.level)
+        self.events = _RunEvents(progress, self.summary)
+        self.grader = Grader(self.run_dir, self.ws.root, self.task, self.base, self.baseline,
+                             GraderConfig(budget_s=self.config.budget_s,
+                                          eval_timeout_s=self.config.eval_timeout_s),
+                             events=self.events)
+        self.server = GraderServer(self.grader, port=self.config.port if not
+                                   self.config.tasks else 0,
+                                   log_file=self.run_dir / "grader.log").start()
+        self.record.grader_url = self.server.url
+        return self.server
+
+    def fail(self, exc: BaseException) -> None:
+        record = self.record
+        if isinstance(exc, KeyboardInterrupt):
+            record.status, record.exit_reason = "failed", "interrupted"
+            record.error = "interrupted by the user"
+            return
+        record.status = "failed"
+        record.error = str(exc) if isinstance(exc, A2RLError) else f"{type(exc).__name__}: {exc}"
+        record.exit_reason = record.exit_reason or "harness_error"
+
+    def close(self, started: float) -> None:
+        """Stop the grader and write the final record; never raises for the analysis."""
+        record = self.record
+        if self.server is not None:
+            self.server.stop()
+        if self.grader is not None:
+            self.grader.close()
+            record.submissions = self.grader.ledger.records()
+            record.best = self.grader.ledger.best()
+            if record.best and record.baseline:
+                record.improvement = round(record.best.score - record.baseline.score, 4)
+        record.ended_at = utcnow()
+        record.timings.total_s = round(time.monotonic() - started, 2)
+        self.save()
+        if self.summary is not None:
+            _analyze_quietly(self.run_dir, self.task, self.summary, self.console)
+
+
+def task_params_for(task: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Mode multi: `--task-opt key=v` applies to every task, `--task-opt <task>.key=v` to
+    that task only."""
+    out = {k: v for k, v in params.items() if "." not in k}
+    out.update({k.split(".", 1)[1]: v for k, v in params.items() if k.startswith(task + ".")})
+    return out
+
+
+def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, int | None]:
+    """Everything cheap validated before any heavy step."""
+    if config.budget_s <= 0:
+        raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
+                        "pass e.g. --budget 12h, --budget 30m or --budget 900")
+    check_mode(config.mode)
+    if config.mode == "multi" and len(config.tasks) < 2:
+        raise A2RLError("--mode multi needs several tasks",
+                        "pass them comma-separated, e.g. --task gsm8k,humaneval --mode multi")
+    if config.mode != "multi" and config.tasks:
+        raise A2RLError(f"several tasks ({', '.join(config.tasks)}) need --mode multi",
+                        "add --mode multi, or run one task at a time")
+    agent = get_agent(config.agent)
+    sandbox = get_sandbox(config.sandbox)
+    if config.network == "none" and not sandbox.sandboxed:
+        raise A2RLError("--network none needs the sandbox",
+                        "drop --no-sandbox, or use --network full")
+    driver_port = _loopback_port(config.driver_base_url)
+    if config.network == "none" and config.driver_base_url and driver_port is None:
+        raise A2RLError(f"--network none cannot reach the driver at {config.driver_base_url}",
+                        "use --network full for a hosted driver, or serve the driver on this "
+                        "machine's loopback (e.g. vLLM on http://127.0.0.1:8000/v1)")
+    for name in config.tasks or [config.task]:
+        get_task(name, task_params_for(name, config.task_params) if config.tasks
+                 else config.task_params)
+    return agent, sandbox, driver_port
+
+
+def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
+        run_id: str | None = None) -> RunRecord:
+    """One agent, one task (or, with mode `multi`, several tasks at once: see `run_multi`)."""
+    if config.tasks:
+        records = run_multi(config, console=console, echo_agent=echo_agent, run_id=run_id)
+        return records[0]
+    console = console or Console()
+    started = time.monotonic()
+    agent, sandbox, driver_port = _check_config(config)
+    run_id = run_id or new_run_id(config.agent)
+    part = _TaskRun(config, run_id, sandbox.sandboxed, console)
+    console.print(f"[bold]a2rl run[/] {run_id}  task={config.task} agent={config.agent} "
+                  f"model={config.model} mode={config.mode} budget={config.budget_s:.0f}s"
+                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
+    console.print(f"run directory: {part.run_dir}")
+    try:
+        ws = part.prepare(started)
+        _run_agent(config, agent, sandbox, driver_port, [part], ws, part.run_dir / "agent",
+                   console, echo_agent)
+        part.record.status = "finished"
+    except BaseException as exc:
+        part.fail(exc)
+        raise
+    finally:
+        part.close(started)
+    return part.record
+
+
+def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
+              run_id: str | None = None) -> list[RunRecord]:
+    """Mode `multi`: one agent, several tasks at once, one budget. Each task gets its own
+    workspace folder, grader and run record (runs/<task>/<run_id>/, listed like any run);
+    the agent works in runs/multi/<run_id>/workspace/ that holds one folder per task, and its
+    transcript lives in runs/multi/<run_id>/agent/ (linked from each task's run)."""
+    console = console or Console()
+    started = time.monotonic()
+    agent, sandbox, driver_port = _check_config(config)
+    run_id = run_id or new_run_id(config.agent)
+    root = Path(config.runs_dir) / "multi" / run_id
+    if root.exists():
+        raise A2RLError(f"run directory {root} already exists", "use another run id")
+    (root / "workspace").mkdir(parents=True)
+    root.chmod(0o700)
+    (root / "agent").mkdir()
+    console.print(f"[bold]a2rl run[/] {run_id}  tasks={','.join(config.tasks)} "
+                  f"agent={config.agent} model={config.model} mode=multi "
+                  f"budget={config.budget_s:.0f}s"
+                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
+    parts = [_TaskRun(config.model_copy(update={"task": name, "task_params": task_params_for(
+                          name, config.task_params)}), run_id, sandbox.sandboxed,
+                      console, ws_root=root / "workspace" / name) for name in config.tasks]
+    try:
+        for part in parts:
+            (part.run_dir / "agent").symlink_to(root / "agent")
+            part.prepare(started)
+        ws = build_multi_root(root / "workspace", config.tasks, budget_s=config.budget_s)
+        _run_agent(config, agent, sandbox, driver_port, parts, ws, root / "agent", console,
+                   echo_agent)
+        for part in parts:
+            part.record.status = "finished"
+    except BaseException as exc:
+        for part in parts:
+            part.fail(exc)
+        raise
+    finally:
+        for part in parts:
+            part.close(started)
+        atomic_write_text(root / "multi.json", json.dumps(
+            {"run_id": run_id, "tasks": config.tasks,
+             "runs": {p.task.name: str(p.run_dir) for p in parts},
+             "best": {p.task.name: p.record.best.score if p.record.best else None
+                      for p in parts},
+             "baseline": {p.task.name: p.record.baseline.score if p.record.baseline else None
+                          for p in parts}}, indent=1))
+    return [p.record for p in parts]
+
+
+def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: int | None,
+               parts: list[_TaskRun], ws: Workspace, agent_dir: Path, console: Console,
+               echo_agent: bool) -> None:
+    """Start the graders, run the agent in its sandbox under the one budget, drain."""
+    bridge: HostBridge | None = None
+    recorders: list[RunRecorder] = []
+    try:
         with _progress(console) as progress:
-            from a2rl.analysis import LiveSummary
-
-            live_summary = LiveSummary(run_dir, task.level)
-            events = _RunEvents(progress, live_summary)
-            grader = Grader(run_dir, ws.root, task, base, baseline,
-                            GraderConfig(budget_s=config.budget_s,
-                                         eval_timeout_s=config.eval_timeout_s), events=events)
-            server = GraderServer(grader, port=config.port,
-                                  log_file=run_dir / "grader.log").start()
-            record.grader_url = server.url
-            ctx = AgentContext(workspace=ws, grader_url=server.url, token=server.token,
-                               budget_s=config.budget_s, task=task.name, mode=config.mode,
-                               python=sys.executable, options=config.agent_options,
-                               driver=config.driver, driver_base_url=config.driver_base_url)
+            servers = [part.start_grader(progress) for part in parts]
+            graders = [part.grader for part in parts if part.grader is not None]
+            ctx = AgentContext(workspace=ws, grader_url=servers[0].url, token=servers[0].token,
+                               budget_s=config.budget_s, task=",".join(p.task.name for p in parts),
+                               mode=config.mode, python=sys.executable,
+                               options=config.agent_options, driver=config.driver,
+                               driver_base_url=config.driver_base_url,
+                               graders={p.task.name: (s.url, s.token)
+                                        for p, s in zip(parts, servers, strict=True)}
+                               if len(parts) > 1 else {})
+            if len(parts) > 1:
+                write_grader_envs(ws, ctx.graders)
             secrets = agent.secrets(ctx)
             agent.prepare(ctx)
             argv = agent.command(ctx)
             agent_env = agent.environment(ctx)
-            record.agent_package = getattr(getattr(agent, "package", None), "spec", None)
             trace_fd: int | None = None
             strace = strace_available() if config.exec_trace else None
+            agent_dir.mkdir(exist_ok=True)
             if strace:
-                (run_dir / "agent").mkdir(exist_ok=True)
-                trace_fd = os.open(run_dir / "agent" / "exec.log",
+                trace_fd = os.open(agent_dir / "exec.log",
                                    os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 argv = traced_command(argv, strace=strace, fd=trace_fd)
             elif config.exec_trace:
                 console.print("[yellow]strace is not installed: the programs the agent runs are "
                               "not recorded (apt-get install strace)[/]")
-            record.exec_traced = trace_fd is not None
             if config.network == "none":
-                ports = [server.port] + ([driver_port] if driver_port else [])
-                bridge = HostBridge(run_dir / "net", ports).start()
-            argv = sandbox.wrap(argv, workspace=ws.root, read_only=agent.sandbox_mounts(),
-                                bridge=bridge)
-            record.agent_command = scrub(agent.describe(ctx), secrets)
-            record.status = "running"
-            record.agent_started_at = utcnow()
-            save()
+                ports = [s.port for s in servers] + ([driver_port] if driver_port else [])
+                bridge = HostBridge(ports).start()
+            read_only = agent.sandbox_mounts() + [
+                p.ws.root / entry for p in parts if p.ws.root != ws.root
+                for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()]
+            argv = sandbox.wrap(argv, workspace=ws.root, read_only=read_only, bridge=bridge)
+            for part in parts:
+                part.record.agent_package = getattr(getattr(agent, "package", None), "spec",
+                                                    None)
+                part.record.exec_traced = trace_fd is not None
+                part.record.agent_command = scrub(agent.describe(ctx), secrets)
+                part.record.status = "running"
+                part.record.agent_started_at = utcnow()
+                part.save()
             agent_bar = progress.add_task("agent working (budget)", total=config.budget_s)
-            recorder = events.recorder = RunRecorder(run_dir, ws.root, grader.elapsed,
-                                                     every_s=config.snapshot_every_s)
-            grader.start_clock()
-            recorder.start()
+            for part in parts:
+                assert part.grader is not None and part.events is not None
+                recorder = part.events.recorder = RunRecorder(
+                    part.run_dir, part.ws.root, part.grader.elapsed,
+                    every_s=config.snapshot_every_s)
+                recorders.append(recorder)
+            for grader in graders:  # one budget: the clocks start together
+                grader.start_clock()
+            for recorder in recorders:
+                recorder.start()
             t1, t1_epoch = time.monotonic(), time.time()
             if trace_fd is not None:
-                live_summary.builder.exec_t0 = t1_epoch
+                for part in parts:
+                    assert part.summary is not None
+                    part.summary.builder.exec_t0 = t1_epoch
             proc = AgentProcess(argv, env=agent_env, cwd=ws.root, secrets=secrets,
                                 pass_fds=(trace_fd,) if trace_fd is not None else (),
-                                transcript=run_dir / "agent" / "transcript.log",
+                                transcript=agent_dir / "transcript.log",
                                 echo=(lambda s: progress.console.print(f"[dim]  agent│ {s}[/]",
                                                                        markup=True,
                                                                        highlight=False))
                                 if echo_agent else None)
             reason, code = proc.supervise(
-                grader.remaining, grace_s=config.grace_s,
-                tick=lambda: progress.update(agent_bar, completed=grader.elapsed()))
+                lambda: min(g.remaining() for g in graders), grace_s=config.grace_s,
+                tick=lambda: progress.update(agent_bar, completed=graders[0].elapsed()))
             proc.close()
             if trace_fd is not None:
                 os.close(trace_fd)
-                _write_exec_events(run_dir, t1_epoch)
-            record.agent_events = _write_agent_events(agent, run_dir, console)
-            grader.stop_accepting()
-            recorder.stop()
-            record.timings.agent_s = round(time.monotonic() - t1, 2)
-            record.exit_reason, record.agent_exit_code = reason, code
+                _write_exec_events(agent_dir, t1_epoch)
+            n_events = _write_agent_events(agent, agent_dir, console)
+            for grader in graders:
+                grader.stop_accepting()
+            for recorder in recorders:
+                recorder.stop()
+            recorders.clear()
+            for part in parts:
+                part.record.agent_events = n_events
+                part.record.timings.agent_s = round(time.monotonic() - t1, 2)
+                part.record.exit_reason, part.record.agent_exit_code = reason, code
             progress.remove_task(agent_bar)
             console.print(f"agent stopped: {reason} (exit code {code})")
             t2 = time.monotonic()
-            if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
-                console.print("[yellow]an evaluation did not finish in time[/]")
-            record.timings.drain_s = round(time.monotonic() - t2, 2)
-        record.status = "finished"
-    except KeyboardInterrupt:
-        record.status, record.exit_reason = "failed", "interrupted"
-        record.error = "interrupted by the user"
-        raise
-    except A2RLError as exc:
-        record.status, record.error = "failed", str(exc)
-        record.exit_reason = record.exit_reason or "harness_error"
-        raise
-    except Exception as exc:
-        record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
-        record.exit_reason = record.exit_reason or "harness_error"
-        raise
+            for part, grader in zip(parts, graders, strict=True):
+                if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
+                    console.print(f"[yellow]an evaluation of {part.task.name} did not finish "
+                                  "in time[/]")
+                part.record.timings.drain_s = round(time.monotonic() - t2, 2)
     finally:
+        for recorder in recorders:
+            recorder.stop()
         if bridge is not None:
             bridge.stop()
-        if server is not None:
-            server.stop()
-        if grader is not None:
-            grader.close()
-            record.submissions = grader.ledger.records()
-            record.best = grader.ledger.best()
-            if record.best and record.baseline:
-                record.improvement = round(record.best.score - record.baseline.score, 4)
-        record.ended_at = utcnow()
-        record.timings.total_s = round(time.monotonic() - started, 2)
-        save()
-        if live_summary is not None:
-            _analyze_quietly(run_dir, task, live_summary, console)
-    return record
 
 
 def _loopback_port(url: str | None) -> int | None:
@@ -295,21 +450,21 @@ def _loopback_port(url: str | None) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _write_agent_events(agent: Agent, run_dir: Path, console: Console) -> int | None:
+def _write_agent_events(agent: Agent, agent_dir: Path, console: Console) -> int | None:
     """agent/events.jsonl from the CLI's transcript; a parser failure never loses the run."""
     try:
-        n = agent.write_events(run_dir / "agent")
+        n = agent.write_events(agent_dir)
     except Exception as exc:
         console.print(f"[yellow]could not parse the agent's transcript into events "
                       f"({type(exc).__name__}: {exc})[/]")
         return None
-    return n if (run_dir / "agent" / "events.jsonl").exists() else None
+    return n if (agent_dir / "events.jsonl").exists() else None
 
 
-def _write_exec_events(run_dir: Path, t0: float) -> None:
-    raw = run_dir / "agent" / "exec.log"
+def _write_exec_events(agent_dir: Path, t0: float) -> None:
+    raw = agent_dir / "exec.log"
     events = parse_exec_log(raw.read_text(errors="replace"), t0)
-    atomic_write_text(run_dir / "agent" / "exec.jsonl",
+    atomic_write_text(agent_dir / "exec.jsonl",
                       "".join(e.model_dump_json() + "\n" for e in events))
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -64,16 +66,17 @@ class _LoopThread:
 
 
 class HostBridge:
-    """Relays Unix sockets in `socket_dir` (one per port, named `<port>.sock`) to 127.0.0.1."""
+    """Relays Unix sockets (one per port, `<port>.sock`) to 127.0.0.1:<port>. The sockets live
+    in a fresh private folder under the system temp dir: a Unix socket path must stay under
+    ~100 bytes, which a run directory's path may not."""
 
-    def __init__(self, socket_dir: Path, ports: list[int]) -> None:
-        self.socket_dir, self.ports = socket_dir, sorted(set(ports))
+    def __init__(self, ports: list[int]) -> None:
+        self.ports = sorted(set(ports))
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="a2rl-net-"))  # mode 0700
         self._loop: _LoopThread | None = None
         self._servers: list[asyncio.AbstractServer] = []
 
     def start(self) -> HostBridge:
-        self.socket_dir.mkdir(parents=True, exist_ok=True)
-        self.socket_dir.chmod(0o700)
         self._loop = _LoopThread()
         for port in self.ports:
             path = self.socket_dir / f"{port}.sock"
@@ -100,6 +103,7 @@ class HostBridge:
             self._loop.loop.call_soon_threadsafe(server.close)
         self._loop.stop()
         self._loop = None
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:

@@ -107,8 +107,6 @@ class BwrapSandbox:
         for root in _python_roots():
             if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
                 args += ["--ro-bind", str(root), str(root)]
-        for path in read_only:
-            args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
         if bridge is not None:
             args += ["--unshare-net", "--bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
             argv = bridge.inside_command(argv)
@@ -116,6 +114,8 @@ class BwrapSandbox:
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():
                 args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
+        for path in read_only:  # after the workspace: they may lie inside it (mode multi)
+            args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
         # bwrap's root is a tmpfs holding the mount points (including the empty parents of the
         # workspace); make it read-only so nothing outside the workspace and /tmp is writable.
         args += ["--remount-ro", "/", "--chdir", ws, "--"]

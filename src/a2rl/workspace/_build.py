@@ -15,9 +15,11 @@ from a2rl._errors import A2RLError
 from a2rl.models import ResolvedModel
 from a2rl.tasks import Task
 
-MODES = ("free", "sft-only", "rl-oriented")
+MODES = ("free", "sft-only", "rl-oriented", "multi")
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
 """Workspace entries the sandbox mounts read-only."""
+GRADER_ENV = "grader.env"
+"""Mode multi: per task folder, the variables that point at that task's grader."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,43 @@ def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, b
     ws.code_dir.mkdir()
     ws.output_dir.mkdir()
     return ws
+
+
+def build_multi_root(root: Path, tasks: list[str], *, budget_s: float) -> Workspace:
+    """Mode multi: the agent's working directory, holding one task workspace per folder (built
+    by `build_workspace`), with the shared instructions, an index of the tasks and a timer."""
+    templates = resources.files("a2rl.workspace") / "templates"
+    lines = []
+    for name in tasks:
+        first = (root / name / "description.md").read_text().strip().splitlines()
+        title = first[0].lstrip("# ").strip() if first else name
+        lines.append(f"- `{name}/`: {title} (details in `{name}/description.md`)")
+    text = Template((templates / "_multi_root.md").read_text()).substitute(
+        n_tasks=len(tasks), budget_human=human_duration(budget_s), task_list="\n".join(lines))
+    (root / "instructions.md").write_text(text)
+    (root / "description.md").write_text(
+        "# Several tasks at once\n\n" + "\n".join(lines) + "\n\n" +
+        "\n\n".join(f"---\n\n## Task folder `{name}/`\n\n" +
+                    (root / name / "description.md").read_text().strip() for name in tasks) +
+        "\n")
+    timer = root / "timer.sh"
+    # every grader's clock started at the same moment: any task's grader tells the time
+    timer.write_text(f"#!/usr/bin/env bash\nexec \"$(dirname \"$0\")/{tasks[0]}/timer.sh\"\n")
+    for path in (root / "instructions.md", root / "description.md"):
+        path.chmod(0o444)
+    timer.chmod(0o555)
+    return Workspace(root)
+
+
+def write_grader_envs(root: Workspace, graders: dict[str, tuple[str, str]]) -> None:
+    """Mode multi: `<task>/grader.env` (sourced by the agent and by each task's timer.sh)."""
+    for name, (url, token) in graders.items():
+        ws = Workspace(root.root / name)
+        path = ws.root / GRADER_ENV
+        path.write_text(f"export A2RL_GRADER_URL={url}\nexport A2RL_TOKEN={token}\n"
+                        f"export TASK={name}\nexport MODEL_PATH={ws.model_dir}\n"
+                        f"export DATA_PATH={ws.data_dir}\nexport OUTPUT_DIR={ws.output_dir}\n")
+        path.chmod(0o444)
 
 
 def remove_workspace_tree(path: Path) -> None:

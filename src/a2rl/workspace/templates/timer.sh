@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Prints the remaining budget, read from the grader's clock (the single clock of this run).
 set -euo pipefail
+# Mode multi: each task folder's grader.env points at that task's grader.
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ -z "${A2RL_GRADER_URL:-}" ] && [ -f "$here/grader.env" ]; then
+  # shellcheck disable=SC1091
+  . "$here/grader.env"
+fi
 : "${A2RL_GRADER_URL:?A2RL_GRADER_URL is not set}"
 : "${A2RL_TOKEN:?A2RL_TOKEN is not set}"
 exec python3 - <<'PY'
