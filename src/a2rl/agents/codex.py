@@ -1,0 +1,264 @@
+"""OpenAI Codex CLI (`@openai/codex`) as an a2rl agent.
+
+Command line (checked against codex-cli 0.171.0):
+
+    codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check \
+        -m <driver> -- <prompt>
+    codex exec resume --last --json --dangerously-bypass-approvals-and-sandbox \
+        --skip-git-repo-check -m <driver> <re-prompt>
+
+- `exec` is the headless mode: one turn that runs until the model stops calling tools, then exits.
+- `--dangerously-bypass-approvals-and-sandbox`: no approval prompts (nobody is there to answer)
+  and no Codex sandbox: its landlock/seccomp/bwrap sandbox cannot nest inside a2rl's bubblewrap
+  sandbox, which already confines the agent.
+- `--skip-git-repo-check`: Codex refuses to run outside a git repository otherwise.
+- `--json`: JSON lines on stdout (thread.started, turn.started, item.started/completed with
+  agent_message, reasoning, command_execution, file_change, … items, turn.completed with usage);
+  `parse_events` reads them.
+- `resume --last` continues the newest session recorded in $CODEX_HOME/sessions for this working
+  directory (the sandbox's HOME lives as long as the agent, so the first round's session is
+  there); its `turn.completed` usage is the thread's cumulative total, see `parse_events`.
+
+Endpoint and key: ~/.codex/config.toml (written into the sandbox's private HOME) declares its
+own provider `a2rl` (`base_url` = --driver-base-url, else https://api.openai.com/v1;
+`env_key` = the credential variable that is set; `wire_api = "responses"`). An explicit
+provider because the built-in `openai` one ignores OPENAI_BASE_URL and, in `exec`, reads only
+CODEX_API_KEY (not OPENAI_API_KEY), and first tries a WebSocket transport; the custom provider
+speaks plain `POST {base_url}/responses` with server-sent events. `allow_login_shell = false`:
+Codex runs commands with `bash -lc` otherwise, and the login shell's /etc/profile resets PATH,
+losing a2rl's Python (`python: command not found`). The same file turns off the update check,
+analytics and feedback uploads. Codex reads AGENTS.md from its working directory.
+
+Options (--agent-opt, besides the base class's reprompt/reserve_s):
+- `reasoning_effort=<minimal|low|medium|high|xhigh|…>`: `model_reasoning_effort` (model default
+  when unset);
+- `web_search=<disabled|cached|live>`: Codex's hosted web-search tool (Codex default when unset).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from a2rl.agents._agent import AgentContext
+from a2rl.agents._cli import CLIAgent, CLIPackage, json_lines
+from a2rl.agents._events import AgentEvent
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call",
+               "web_search")
+_SHELL_WRAPPER = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh\s+-l?c\s")
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string literal is a valid TOML basic string
+
+
+def unwrap_shell(command: str) -> str:
+    """`/bin/bash -lc '<cmd>'` (how Codex reports every command) → `<cmd>`."""
+    if _SHELL_WRAPPER.match(command):
+        try:
+            parts = shlex.split(command)
+        except ValueError:
+            return command
+        if len(parts) == 3:
+            return parts[2]
+    return command
+
+
+def workspace_relative(path: str) -> str:
+    """Codex reports absolute paths; a2rl workspaces are `…/workspace/` folders."""
+    marker = "/workspace/"
+    return path.rsplit(marker, 1)[1] if marker in path else path
+
+
+class CodexAgent(CLIAgent):
+    """OpenAI Codex CLI, headless (`codex exec --json`), approvals and its own sandbox off.
+    Options: reprompt=1, reserve_s=<s>, reasoning_effort=<level>,
+    web_search=<disabled|cached|live>."""
+
+    name = "codex"
+    description = "OpenAI Codex CLI (codex exec), driver gpt-6.2-sol by default"
+    package: ClassVar[CLIPackage] = CLIPackage("npm", "@openai/codex", "0.171.0", "codex")
+    credentials: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "CODEX_API_KEY")
+    memory_file: ClassVar[str | None] = "AGENTS.md"
+    default_driver: ClassVar[str] = "gpt-6.2-sol"
+    """The default model of codex-cli 0.171.0 (first entry of its bundled model catalog)."""
+
+    def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
+        common = ["--json", "--dangerously-bypass-approvals-and-sandbox",
+                  "--skip-git-repo-check", "-m", self.driver(ctx)]
+        if resume:
+            # `resume --last <prompt>`: with --last the single positional is the prompt.
+            return [exe, "exec", "resume", "--last", *common, prompt]
+        return [exe, "exec", *common, "--", prompt]
+
+    def key_variable(self) -> str | None:
+        """The credential variable Codex reads the key from (the first one set)."""
+        return next((k for k in self.credentials if os.environ.get(k)), None)
+
+    def home_files(self, ctx: AgentContext) -> dict[str, str]:
+        top = ['model_provider = "a2rl"', "allow_login_shell = false",
+               "check_for_update_on_startup = false"]
+        if ctx.options.get("reasoning_effort"):
+            top.append(f"model_reasoning_effort = {_toml_str(ctx.options['reasoning_effort'])}")
+        if ctx.options.get("web_search"):
+            top.append(f"web_search = {_toml_str(ctx.options['web_search'])}")
+        provider = ["[model_providers.a2rl]", 'name = "a2rl"',
+                    f"base_url = {_toml_str(ctx.driver_base_url or OPENAI_BASE_URL)}",
+                    'wire_api = "responses"']
+        key = self.key_variable()
+        if key:
+            provider.append(f"env_key = {_toml_str(key)}")
+        config = [*top, "", "[analytics]", "enabled = false", "", "[feedback]",
+                  "enabled = false", "", *provider]
+        return {".codex/config.toml": "\n".join(config) + "\n"}
+
+    def parse_events(self, lines: Iterable[tuple[float, str]]) -> list[AgentEvent]:
+        """`codex exec --json` lines → events.
+
+        Model turns are not marked in Codex's stream: a new turn starts at the first item after
+        `turn.started`, at the first item after a tool item completed (tool results go back to
+        the model, so whatever follows comes from its next response), and at a message or
+        reasoning item after a tool item started (a response's text comes before its tool
+        calls). Tool calls that Codex runs one after another within one response are therefore
+        counted as separate turns.
+
+        A command that outlives `exec_command`'s yield time goes on in the background and may
+        never get its `item.completed`; it is reported when the round ends, without exit code.
+
+        Usage: Codex reports it only once per `exec` round, in `turn.completed`, as the
+        thread's cumulative total (a resumed thread starts from the earlier rounds' total), so
+        each `usage` event carries the difference from the previous total of that thread; it
+        covers every model response of the round. Codex reports no cost.
+        """
+        parser = _StreamParser()
+        last = 0.0
+        for t, obj in json_lines(lines):
+            parser.feed(t, obj)
+            last = t
+        parser.flush(last)
+        return parser.events
+
+
+class _StreamParser:
+    """State of one transcript's parse (see `CodexAgent.parse_events`)."""
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+        self.turn = -1
+        self.in_response = False
+        self.tool_started = False
+        """A tool item started in the current response."""
+        self.thread = ""
+        self.totals: dict[str, tuple[int, int, int, int]] = {}
+        self.started: dict[str, tuple[float, int, dict[str, Any]]] = {}
+        """Tool items started and not completed: (start time, turn, item)."""
+        self.flushed: set[str] = set()
+
+    def add(self, kind: Any, t: float, turn: int | None = None, **fields: Any) -> None:
+        turn = self.turn if turn is None else turn
+        self.events.append(AgentEvent(kind=kind, turn=max(turn, 0), t_s=t, **fields))
+
+    def model_output(self, t: float) -> None:
+        """Something the model produced: opens a new turn unless one is open."""
+        if not self.in_response:
+            self.turn += 1
+            self.in_response, self.tool_started = True, False
+            self.add("turn", t)
+
+    def flush(self, t: float) -> None:
+        """The round ended: report tool items that never completed (still running)."""
+        for item_id, (begin, turn, item) in list(self.started.items()):
+            self.tool(item, begin, None, turn)
+            self.flushed.add(item_id)
+        self.started.clear()
+
+    def feed(self, t: float, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind == "thread.started":  # each `exec` process; item ids restart at item_0
+            self.flush(t)  # a killed round's unfinished items
+            self.flushed.clear()
+            self.thread = str(obj.get("thread_id", ""))
+        elif kind == "turn.started":
+            self.in_response = False
+        elif kind == "turn.completed":
+            self.flush(t)
+            self.usage(t, obj.get("usage") or {})
+            self.in_response = False
+        elif kind in ("turn.failed", "error"):
+            if kind == "turn.failed":
+                self.flush(t)
+            error = obj.get("error") if kind == "turn.failed" else obj
+            message = error.get("message", "") if isinstance(error, dict) else ""
+            self.add("message", t, text=str(message)[:500], extra={"type": str(kind)})
+        elif kind in ("item.started", "item.completed"):
+            item = obj.get("item")
+            if isinstance(item, dict):
+                self.item(t, item, done=kind == "item.completed")
+
+    def usage(self, t: float, usage: dict[str, Any]) -> None:
+        now = tuple(int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens",
+                                                     "cached_input_tokens",
+                                                     "reasoning_output_tokens"))
+        before = self.totals.get(self.thread, (0, 0, 0, 0))
+        self.totals[self.thread] = (now[0], now[1], now[2], now[3])
+        d = [a - b for a, b in zip(now, before, strict=True)]
+        self.add("usage", t, input_tokens=d[0], output_tokens=d[1],
+                 extra={"cached_input_tokens": str(d[2]), "reasoning_output_tokens": str(d[3]),
+                        "scope": "exec round"})
+
+    def item(self, t: float, item: dict[str, Any], *, done: bool) -> None:
+        kind, item_id = item.get("type"), str(item.get("id", ""))
+        if kind in ("error", "todo_list"):  # CLI notices and the plan widget, not model output
+            return
+        if kind not in _TOOL_ITEMS:
+            if done:  # agent_message, reasoning, plan
+                if self.tool_started:
+                    self.in_response = False
+                self.model_output(t)
+                if kind in ("agent_message", "plan"):
+                    self.add("message", t, text=str(item.get("text", ""))[:500])
+            return
+        if not done:
+            if item_id not in self.started and item_id not in self.flushed:
+                self.model_output(t)
+                self.tool_started = True
+                self.started[item_id] = (t, self.turn, item)
+            return
+        if item_id in self.flushed:  # already reported, unfinished, when its round ended
+            return
+        if item_id in self.started:
+            begin, turn, _ = self.started.pop(item_id)
+        else:  # file_change items only ever complete
+            self.model_output(t)
+            begin, turn = t, self.turn
+        self.in_response = False  # its result goes back to the model
+        self.tool(item, begin, t, turn)
+
+    def tool(self, item: dict[str, Any], begin: float, end: float | None, turn: int) -> None:
+        """tool_call (+ command or file_edit) events of a tool item, in the turn that
+        called it."""
+        kind = str(item.get("type"))
+        name = {"mcp_tool_call": f"mcp:{item.get('server', '')}/{item.get('tool', '')}",
+                "collab_tool_call": str(item.get("tool", kind))}.get(kind, kind)
+        self.add("tool_call", begin, turn, name=name,
+                 extra={"query": str(item.get("query", ""))[:200]} if kind == "web_search"
+                 else {})
+        if kind == "command_execution":
+            code = item.get("exit_code") if end is not None else None
+            self.add("command", begin, turn, end_s=end,
+                     command=unwrap_shell(str(item.get("command", ""))),
+                     exit_code=code if isinstance(code, int) else None,
+                     extra={"status": str(item.get("status", "")) if end is not None
+                            else "running"})
+        elif kind == "file_change" and item.get("status") == "completed":
+            for change in item.get("changes") or []:
+                if isinstance(change, dict):
+                    self.add("file_edit", end or begin, turn,
+                             path=workspace_relative(str(change.get("path", ""))),
+                             extra={"change": str(change.get("kind", ""))})
