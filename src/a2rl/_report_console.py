@@ -23,7 +23,14 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     head.add_row("task / agent / mode", f"{c.task} / {c.agent} / {c.mode}")
     if record.model:
         head.add_row("model", f"{record.model.spec}  [dim]{record.model.content_hash[:12]}[/]")
-    head.add_row("sandbox", "bwrap" if record.sandboxed else "[bold red]NONE (unsandboxed)[/]")
+    if record.agent_package or c.driver:
+        head.add_row("agent CLI / driver", f"{record.agent_package or '-'} / "
+                     f"{c.driver or '(default)'}" + (f" at {c.driver_base_url}"
+                                                     if c.driver_base_url else ""))
+    head.add_row("sandbox", ("bwrap" if record.sandboxed else "[bold red]NONE (unsandboxed)[/]")
+                 + f", network {c.network}")
+    if c.tasks:
+        head.add_row("multi", f"one agent on {', '.join(c.tasks)} (runs/multi/{record.run_id})")
     head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
     if record.baseline:
         head.add_row("baseline", _fmt(record.baseline.score))
