@@ -445,3 +445,37 @@ def test_evaluate_on_tiny_model(task: alf.ALFWorldTask, tiny_model: Path,
     assert 0.0 <= outcome.score <= 100.0 and outcome.score == outcome.metrics["success_rate"]
     assert {"mean_reward", "success_rate", "mean_steps"} <= set(outcome.metrics)
     assert [d["episode_id"] for d in outcome.details] == [e.id for e in t.heldout_episodes()]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, tiny_model: Path,
+                                                tmp_path: Path) -> None:
+    """`a2rl run --task alfworld --agent reference`: baseline on the real engine, the sandboxed
+    agent rolls out on its train games with `a2rl rollout` (the engine runs inside the sandbox
+    from the workspace's game files), keeps successes (a random tiny model has none), and the
+    run closes with its record and analysis."""
+    from a2rl.runner import RunConfig, run
+
+    config = RunConfig(task="alfworld", task_params={**SMALL, "max_heldout": 1},
+                       agent="reference", agent_options={"rounds": "1", "samples": "1",
+                                                         "episodes": "2", "steps": "1"},
+                       model=str(tiny_model), mode="free", budget_s=900, sandbox="bwrap",
+                       eval_timeout_s=900, grace_s=2, port=0, runs_dir=str(tmp_path / "runs"))
+    rec = run(config)
+    rd = tmp_path / "runs" / "alfworld" / rec.run_id
+    transcript = (rd / "agent" / "transcript.log").read_text()
+    assert rec.status == "finished" and rec.exit_reason == "agent_exited", transcript[-3000:]
+    assert rec.agent_exit_code == 0, transcript[-3000:]
+    assert rec.baseline is not None and rec.baseline.n_items == 1
+    assert "a2rl rollout --task alfworld" in transcript and "2 episodes" in transcript
+    rollouts = (rd / "workspace" / "code" / "rollouts_r1_s0.jsonl").read_text().splitlines()
+    assert len(rollouts) == 2
+    first = json.loads(rollouts[0])
+    assert first["steps"] and first["messages"][0]["role"] == "user"
+    held = {json.loads(line)["episode_id"] for line in
+            (rd / "evals" / "baseline" / "details.jsonl").read_text().splitlines()}
+    train = {json.loads(line)["id"] for line in
+             (rd / "workspace" / "data" / "episodes.jsonl").read_text().splitlines()}
+    assert held and not held & train
+    assert (rd / "analysis.json").exists() and (rd / "summary.md").exists()

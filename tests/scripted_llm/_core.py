@@ -117,6 +117,9 @@ def shell_arguments(schema: dict[str, Any], command: str) -> dict[str, Any]:
     for name in schema.get("required", []) or []:
         if name in args:
             continue
+        if props.get(name, {}).get("enum"):  # e.g. OpenHands' security_risk
+            args[name] = props[name]["enum"][0]
+            continue
         t = str(props.get(name, {}).get("type", "string")).lower()
         args[name] = {"boolean": False, "integer": 600000, "number": 600000,
                       "array": []}.get(t, "scripted step")

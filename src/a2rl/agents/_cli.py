@@ -17,6 +17,7 @@ are scrubbed from it as it is written, and from every record derived from it.
 from __future__ import annotations
 
 import base64
+import glob
 import json
 import os
 import shutil
@@ -47,6 +48,9 @@ class CLIPackage:
     version: str
     executable: str
     """Program name in node_modules/.bin (npm) or the venv's bin/ (pip)."""
+    python: str | None = None
+    """pip only: the Python minor version the CLI requires (its venv is built from that
+    interpreter, found on the machine); None = a2rl's own Python."""
 
     @property
     def spec(self) -> str:
@@ -98,7 +102,14 @@ def install(agent: str, package: CLIPackage, *, force: bool = False) -> Path:
                             "install Node.js 20+ with npm (Debian: apt-get install nodejs npm)")
         cmd = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(root), package.spec]
     else:
-        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
+        python = find_python(package.python) if package.python else sys.executable
+        if python is None:
+            shutil.rmtree(root)
+            raise A2RLError(f"{package.spec} needs Python {package.python}, and none was found",
+                            f"install python{package.python} (e.g. `pyenv install "
+                            f"{package.python}` or your distribution's package), then retry "
+                            f"`a2rl agents install {agent}`")
+        subprocess.run([python, "-m", "venv", str(root / "venv")], check=True)
         cmd = [str(root / "venv" / "bin" / "python"), "-m", "pip", "install", package.spec]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0 or not exe.exists():
@@ -108,6 +119,27 @@ def install(agent: str, package: CLIPackage, *, force: bool = False) -> Path:
                         "check that the package registry is reachable, then retry "
                         f"`a2rl agents install {agent}`")
     return exe
+
+
+def find_python(version: str) -> str | None:
+    """A real (resolved, not a venv's) interpreter of this minor version: python<version> on
+    PATH (pyenv shims included), pyenv's versions, /usr/local/bin, /usr/bin; None if none."""
+    candidates = [shutil.which(f"python{version}")]
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates += sorted(glob.glob(f"{pyenv}/versions/{version}*/bin/python{version}"),
+                         reverse=True)
+    candidates += [f"/usr/local/bin/python{version}", f"/usr/bin/python{version}"]
+    for cand in candidates:
+        if not cand or not os.path.exists(cand):
+            continue
+        done = subprocess.run([cand, "-c", "import os, sys; print(os.path.realpath(getattr("
+                               "sys, '_base_executable', sys.executable))); "
+                               "print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        lines = done.stdout.split()
+        if done.returncode == 0 and len(lines) == 2 and lines[1] == version:
+            return lines[0]
+    return None
 
 
 @dataclass
