@@ -113,7 +113,7 @@ def serve_on_loopback(app: object) -> Iterator[int]:
 
 
 # Agent CLIs installed by the tests (npm/pip, ~10 s each) survive between test sessions.
-AGENTS_CACHE = Path(os.environ.get("A2RL_TEST_AGENTS_DIR", REPO / ".cache" / "agents"))
+AGENTS_CACHE = Path(os.environ.get("A2RL_TEST_AGENTS_DIR") or REPO / ".cache" / "agents")
 
 
 @pytest.fixture

@@ -412,6 +412,9 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             proc.close()
             if trace_fd is not None:
                 os.close(trace_fd)
+                if secrets:  # argv and environments of the agent's programs may hold a key
+                    raw = agent_dir / "exec.log"
+                    raw.write_text(scrub(raw.read_text(errors="replace"), secrets))
                 _write_exec_events(agent_dir, t1_epoch)
             n_events = _write_agent_events(agent, agent_dir, console)
             for grader in graders:
