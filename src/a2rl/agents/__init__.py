@@ -1,8 +1,11 @@
-"""Agents under test: the contract, the registry, the reference agent, command agents."""
+"""Agents under test: the contract, the registry, the reference agent, command agents, and the
+launchers of the LLM coding CLIs (Claude Code, Codex, OpenCode, Gemini CLI, OpenHands)."""
 
 from a2rl.agents._agent import PASSTHROUGH_ENV, Agent, AgentContext, CommandAgent
+from a2rl.agents._cli import CLIAgent, CLIPackage, install, is_installed
 from a2rl.agents._events import AgentEvent, EventKind
 from a2rl.agents._registry import BUILTIN_AGENTS, DEFAULT_AGENT, get_agent, list_agents
 
 __all__ = ["BUILTIN_AGENTS", "DEFAULT_AGENT", "PASSTHROUGH_ENV", "Agent", "AgentContext",
-           "AgentEvent", "CommandAgent", "EventKind", "get_agent", "list_agents"]
+           "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind", "get_agent",
+           "install", "is_installed", "list_agents"]
