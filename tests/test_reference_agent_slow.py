@@ -19,7 +19,7 @@ from a2rl.runner import RunConfig, run
 def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> None:
     cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129}, agent="reference",
                     agent_options={"steps": "40"}, model=str(smollm2_dir),
-                    mode="free", budget_s=1200, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
+                    mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
                     port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(cfg)
     rd = tmp_path / "runs" / "arith" / rec.run_id
