@@ -42,6 +42,8 @@ class AgentContext:
     """--driver: the LLM that drives a CLI agent (its default when None)."""
     driver_base_url: str | None = None
     """--driver-base-url: a compatible endpoint instead of the provider's own."""
+    network: str = "full"
+    """The sandbox's network policy (full | none); launchers turn off hosted tools under none."""
     graders: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Mode multi: task → (grader URL, token); each task folder's grader.env has them too."""
 

@@ -32,7 +32,8 @@ analytics and feedback uploads. Codex reads AGENTS.md from its working directory
 Options (--agent-opt, besides the base class's reprompt/reserve_s):
 - `reasoning_effort=<minimal|low|medium|high|xhigh|…>`: `model_reasoning_effort` (model default
   when unset);
-- `web_search=<disabled|cached|live>`: Codex's hosted web-search tool (Codex default when unset).
+- `web_search=<disabled|cached|live>`: Codex's hosted web-search tool (Codex default when unset;
+  disabled under `--network none`).
 """
 
 from __future__ import annotations
@@ -106,8 +107,12 @@ class CodexAgent(CLIAgent):
                "check_for_update_on_startup = false"]
         if ctx.options.get("reasoning_effort"):
             top.append(f"model_reasoning_effort = {_toml_str(ctx.options['reasoning_effort'])}")
-        if ctx.options.get("web_search"):
-            top.append(f"web_search = {_toml_str(ctx.options['web_search'])}")
+        # Under --network none the hosted search (run on OpenAI's side) would reach the web
+        # the sandbox cuts off, so it is disabled unless asked for explicitly.
+        web_search = ctx.options.get("web_search") or ("disabled" if ctx.network == "none"
+                                                       else None)
+        if web_search:
+            top.append(f"web_search = {_toml_str(web_search)}")
         provider = ["[model_providers.a2rl]", 'name = "a2rl"',
                     f"base_url = {_toml_str(ctx.driver_base_url or OPENAI_BASE_URL)}",
                     'wire_api = "responses"']

@@ -349,6 +349,7 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                                mode=config.mode, python=sys.executable,
                                options=config.agent_options, driver=config.driver,
                                driver_base_url=config.driver_base_url,
+                               network=config.network,
                                graders={p.task.name: (s.url, s.token)
                                         for p, s in zip(parts, servers, strict=True)}
                                if len(parts) > 1 else {})
