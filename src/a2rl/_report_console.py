@@ -14,13 +14,19 @@ def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
+def _agent_label(agent: str, width: int) -> str:
+    """An agent spec on one line (a cmd: agent may be a whole multi-line script)."""
+    one_line = " ".join(agent.split())
+    return one_line if len(one_line) <= width else one_line[:width - 1] + "…"
+
+
 def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -> None:
     head = Table.grid(padding=(0, 2))
     head.add_row("run", record.run_id)
     head.add_row("status", f"{record.status}" + (f" ({record.exit_reason})"
                                                  if record.exit_reason else ""))
     c = record.config
-    head.add_row("task / agent / mode", f"{c.task} / {c.agent} / {c.mode}")
+    head.add_row("task / agent / mode", f"{c.task} / {_agent_label(c.agent, 60)} / {c.mode}")
     if record.model:
         head.add_row("model", f"{record.model.spec}  [dim]{record.model.content_hash[:12]}[/]")
     if record.agent_package or c.driver:
@@ -74,7 +80,7 @@ def list_runs(runs_dir: Path, console: Console) -> None:
             table.add_row(f"{path.parent.parent.name}/{path.parent.name}", "?",
                           f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")
             continue
-        table.add_row(f"{r.config.task}/{r.run_id}", f"{r.config.agent[:24]} ({r.config.mode})",
+        table.add_row(f"{r.config.task}/{r.run_id}", f"{_agent_label(r.config.agent, 24)} ({r.config.mode})",
                       r.status, _fmt(r.baseline.score if r.baseline else None),
                       _fmt(r.best.score if r.best else None),
                       "—" if r.improvement is None else f"{r.improvement:+.2f}",
