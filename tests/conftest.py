@@ -28,17 +28,24 @@ def a2rl_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """The real embedded model, resolved through a2rl's own conversion code."""
+    import fcntl
+
     from a2rl.models import resolve_model
 
     old = os.environ.get("A2RL_HOME")
     os.environ["A2RL_HOME"] = str(MODEL_CACHE_HOME)
-    try:
-        return resolve_model("smollm2-135m").path
-    finally:
-        if old is None:
-            os.environ.pop("A2RL_HOME", None)
-        else:
-            os.environ["A2RL_HOME"] = old
+    MODEL_CACHE_HOME.mkdir(parents=True, exist_ok=True)
+    # Test workers (pytest-xdist) share the cache: one converts, the others wait for it.
+    with open(MODEL_CACHE_HOME / ".convert.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return resolve_model("smollm2-135m").path
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            if old is None:
+                os.environ.pop("A2RL_HOME", None)
+            else:
+                os.environ["A2RL_HOME"] = old
 
 
 @pytest.fixture(scope="session")
