@@ -246,4 +246,8 @@ def test_codex_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.
     # requests here (all requests offered the shell tool), so all figures sent = main ones.
     assert reported_usage(events) == script.totals(main_only=False) == \
         script.totals(main_only=True)
-    assert sum(1 for e in events if e.kind == "turn") == sum(1 for s in script.sent if s.main)
+    # One turn per plan step; on a loaded machine `python code/train.py` can outlast
+    # exec_command's 10 s yield, and Codex then polls it with write_stdin: one more model
+    # response that the --json stream does not show as a turn.
+    turns = sum(1 for e in events if e.kind == "turn")
+    assert len(script.plan) <= turns <= sum(1 for s in script.sent if s.main)
