@@ -22,7 +22,8 @@ from scripted_llm import (
 from a2rl.agents import get_agent
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import REPROMPT, SessionSpec
-from a2rl.agents.codex import CodexAgent, unwrap_shell, workspace_relative
+from a2rl.agents._stream import relative_path
+from a2rl.agents.codex import CodexAgent, unwrap_shell
 from conftest import serve_on_loopback
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex_stream.jsonl"
@@ -114,8 +115,8 @@ def test_helpers() -> None:
     assert unwrap_shell("/bin/bash -lc ./timer.sh") == "./timer.sh"
     assert unwrap_shell("ls -la") == "ls -la"
     assert unwrap_shell("/bin/bash -lc 'unterminated") == "/bin/bash -lc 'unterminated"
-    assert workspace_relative("/r/runs/arith/x/workspace/code/a.py") == "code/a.py"
-    assert workspace_relative("/elsewhere/b.py") == "/elsewhere/b.py"
+    assert relative_path("/r/runs/arith/x/workspace/code/a.py", by_marker=True) == "code/a.py"
+    assert relative_path("/elsewhere/b.py", by_marker=True) == "/elsewhere/b.py"
 
 
 def test_parse_recorded_stream() -> None:

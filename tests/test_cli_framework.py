@@ -23,8 +23,8 @@ from a2rl.agents._cli import (
     CLIPackage,
     SessionSpec,
     install,
-    read_transcript,
 )
+from a2rl.agents._stream import as_int, json_lines, read_transcript, relative_path
 from a2rl.runner import AgentProcess
 from a2rl.workspace import Workspace
 from conftest import serve_on_loopback
@@ -111,6 +111,20 @@ def _ctx(tmp_path: Path, **kw: Any) -> AgentContext:
     (ws / "description.md").write_text("# Task\nAdd numbers.")
     return AgentContext(workspace=Workspace(ws), grader_url="http://127.0.0.1:1", token="t",
                         budget_s=60, task="arith", mode="free", python=sys.executable, **kw)
+
+
+def test_stream_helpers_shared_by_the_parsers() -> None:
+    # token counts: JSON true/false, null, strings and floats are not counts
+    assert [as_int(v) for v in (7, 0, True, False, None, "12", 1.5)] == [7, 0, 0, 0, 0, 0, 0]
+    # paths: first root that contains it, then the workspace marker when asked, else unchanged
+    assert relative_path("/w/code/a.py", [None, "/x", "/w/"]) == "code/a.py"
+    assert relative_path("/w2/code/a.py", ["/w"]) == "/w2/code/a.py"
+    assert relative_path("/r/runs/t/1/workspace/output/v1", ["/w"], by_marker=True) == "output/v1"
+    assert relative_path("/etc/passwd", ["/w"], by_marker=True) == "/etc/passwd"
+    # plain log lines, broken JSON and non-object JSON are skipped
+    lines = [(0.5, "starting"), (1.0, '{"type": "a"}'), (1.5, "{broken"), (2.0, " [1, 2]"),
+             (2.5, '  {"type": "b"}  ')]
+    assert list(json_lines(lines)) == [(1.0, {"type": "a"}), (2.5, {"type": "b"})]
 
 
 def test_credentials_only_those_set_and_a_clear_error(tmp_path: Path,

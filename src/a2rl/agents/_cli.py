@@ -33,6 +33,7 @@ from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl.agents._agent import Agent, AgentContext
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import read_transcript
 
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""
@@ -294,27 +295,3 @@ def _workspace_facts(ctx: AgentContext) -> str:
             f"; {os.cpu_count()} CPU cores.\n"
             "- You work alone and unattended: never wait for a reply, never ask for "
             "permission.\n")
-
-
-def read_transcript(agent_dir: Path) -> Iterable[tuple[float, str]]:
-    """(seconds since the agent started, line) for each line of the transcript. The times come
-    from `transcript.times`, written beside it by the supervisor (0.0 when absent)."""
-    text = (agent_dir / "transcript.log").read_text(errors="replace")
-    times_path = agent_dir / "transcript.times"
-    times = times_path.read_text().split() if times_path.exists() else []
-    for i, line in enumerate(text.splitlines()):
-        yield (float(times[i]) if i < len(times) else 0.0), line
-
-
-def json_lines(lines: Iterable[tuple[float, str]]) -> Iterable[tuple[float, dict]]:  # type: ignore[type-arg]
-    """The JSON objects among transcript lines (CLIs mix them with plain log lines)."""
-    for t, line in lines:
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            yield t, obj

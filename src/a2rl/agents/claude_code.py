@@ -52,12 +52,12 @@ import json
 import re
 import uuid
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 from typing import Any
 
 from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage, json_lines
+from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import EventCollector, as_int, json_lines, relative_path
 
 EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
@@ -118,16 +118,11 @@ class ClaudeCodeAgent(CLIAgent):
         return _Parser().run(lines)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-class _Parser:
+class _Parser(EventCollector):
     """State of one pass over the transcript (see the module docstring for the usage rule)."""
 
     def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-        self.turn = -1
+        super().__init__()
         self.messages: set[str] = set()
         self.usage: dict[str, AgentEvent] = {}
         self.seen_blocks: set[str] = set()
@@ -160,25 +155,23 @@ class _Parser:
             return
         self.messages.add(msg_id)
         self.turn += 1
-        self.events.append(AgentEvent(kind="turn", turn=self.turn, t_s=t,
-                                      extra={"model": model} if model else {}))
+        self.add("turn", t, extra={"model": model} if model else {})
 
     def set_usage(self, t: float, msg_id: str, usage: dict[str, Any], *, final: bool) -> None:
         ev = self.usage.get(msg_id)
         if ev is None:
-            ev = AgentEvent(kind="usage", turn=self.turn, t_s=t, input_tokens=0,
-                            output_tokens=0, extra={"message_id": msg_id})
+            ev = self.add("usage", t, input_tokens=0, output_tokens=0,
+                          extra={"message_id": msg_id})
             self.usage[msg_id] = ev
-            self.events.append(ev)
         old_in, old_out = ev.input_tokens or 0, ev.output_tokens or 0
         if "input_tokens" in usage and usage["input_tokens"] is not None:
-            cache_w = _int(usage.get("cache_creation_input_tokens"))
-            cache_r = _int(usage.get("cache_read_input_tokens"))
-            ev.input_tokens = _int(usage["input_tokens"]) + cache_w + cache_r
+            cache_w = as_int(usage.get("cache_creation_input_tokens"))
+            cache_r = as_int(usage.get("cache_read_input_tokens"))
+            ev.input_tokens = as_int(usage["input_tokens"]) + cache_w + cache_r
             ev.extra.update(cache_creation_input_tokens=str(cache_w),
                             cache_read_input_tokens=str(cache_r))
         if final or not ev.output_tokens:
-            ev.output_tokens = _int(usage.get("output_tokens"))
+            ev.output_tokens = as_int(usage.get("output_tokens"))
         self.round_in += (ev.input_tokens or 0) - old_in
         self.round_out += (ev.output_tokens or 0) - old_out
 
@@ -204,8 +197,7 @@ class _Parser:
                 key = f"{msg_id}:text:{block['text']}"
                 if key not in self.seen_blocks:
                     self.seen_blocks.add(key)
-                    self.events.append(AgentEvent(kind="message", turn=self.turn, t_s=t,
-                                                  text=block["text"][:500]))
+                    self.add("message", t, text=block["text"][:500])
             elif block.get("type") == "tool_use":
                 self.tool_use(t, block)
 
@@ -216,25 +208,15 @@ class _Parser:
         self.seen_blocks.add(call_id)
         raw = block.get("input")
         args: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        self.events.append(AgentEvent(kind="tool_call", turn=self.turn, t_s=t, name=name))
+        self.add("tool_call", t, name=name)
         if name == SHELL_TOOL and isinstance(args.get("command"), str):
-            ev = AgentEvent(kind="command", turn=self.turn, t_s=t, command=args["command"])
+            ev = self.add("command", t, command=args["command"])
             if args.get("run_in_background"):
                 ev.extra["background"] = "true"
             self.commands[call_id] = ev
-            self.events.append(ev)
         elif name in EDIT_TOOLS and isinstance(args.get(EDIT_TOOLS[name]), str):
-            self.events.append(AgentEvent(kind="file_edit", turn=self.turn, t_s=t,
-                                          name=name, path=self.relative(args[EDIT_TOOLS[name]])))
-
-    def relative(self, path: str) -> str:
-        p = PurePosixPath(path)
-        if self.cwd and p.is_absolute():
-            try:
-                return str(p.relative_to(self.cwd))
-            except ValueError:
-                return path
-        return path
+            self.add("file_edit", t, name=name,
+                     path=relative_path(args[EDIT_TOOLS[name]], [self.cwd]))
 
     def user(self, t: float, message: dict[str, Any]) -> None:
         content = message.get("content")
@@ -259,24 +241,22 @@ class _Parser:
         since = obj.get("model_usage_since_last_result")
         if isinstance(since, dict) and since:
             models = [m for m in since.values() if isinstance(m, dict)]
-            tok_in = sum(_int(m.get("inputTokens")) + _int(m.get("cacheReadInputTokens"))
-                         + _int(m.get("cacheCreationInputTokens")) for m in models)
-            tok_out = sum(_int(m.get("outputTokens")) for m in models)
+            tok_in = sum(as_int(m.get("inputTokens")) + as_int(m.get("cacheReadInputTokens"))
+                         + as_int(m.get("cacheCreationInputTokens")) for m in models)
+            tok_out = sum(as_int(m.get("outputTokens")) for m in models)
             cost = sum(float(m.get("costUSD") or 0.0) for m in models)
         else:  # older stream shape: per-process usage, session-cumulative cost
             usage = obj.get("usage") or {}
-            tok_in = (_int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens"))
-                      + _int(usage.get("cache_creation_input_tokens")))
-            tok_out = _int(usage.get("output_tokens"))
+            tok_in = (as_int(usage.get("input_tokens")) + as_int(usage.get("cache_read_input_tokens"))
+                      + as_int(usage.get("cache_creation_input_tokens")))
+            tok_out = as_int(usage.get("output_tokens"))
             session = str(obj.get("session_id"))
             total = float(obj.get("total_cost_usd") or 0.0)
             cost = total - self.last_cost.get(session, 0.0)
             self.last_cost[session] = total
         extra = {"source": "result", "subtype": str(obj.get("subtype")),
                  "num_turns": str(obj.get("num_turns"))}
-        self.events.append(AgentEvent(
-            kind="usage", turn=max(self.turn, 0), t_s=t,
-            input_tokens=max(0, tok_in - self.round_in),
-            output_tokens=max(0, tok_out - self.round_out),
-            cost_usd=round(cost, 6), extra=extra))
+        self.add("usage", t, input_tokens=max(0, tok_in - self.round_in),
+                 output_tokens=max(0, tok_out - self.round_out), cost_usd=round(cost, 6),
+                 extra=extra)
         self.round_in = self.round_out = 0

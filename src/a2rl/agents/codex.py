@@ -46,8 +46,9 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage, json_lines
+from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import EventCollector, json_lines, relative_path
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call",
@@ -69,12 +70,6 @@ def unwrap_shell(command: str) -> str:
         if len(parts) == 3:
             return parts[2]
     return command
-
-
-def workspace_relative(path: str) -> str:
-    """Codex reports absolute paths; a2rl workspaces are `…/workspace/` folders."""
-    marker = "/workspace/"
-    return path.rsplit(marker, 1)[1] if marker in path else path
 
 
 class CodexAgent(CLIAgent):
@@ -150,12 +145,11 @@ class CodexAgent(CLIAgent):
         return parser.events
 
 
-class _StreamParser:
+class _StreamParser(EventCollector):
     """State of one transcript's parse (see `CodexAgent.parse_events`)."""
 
     def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-        self.turn = -1
+        super().__init__()
         self.in_response = False
         self.tool_started = False
         """A tool item started in the current response."""
@@ -164,10 +158,6 @@ class _StreamParser:
         self.started: dict[str, tuple[float, int, dict[str, Any]]] = {}
         """Tool items started and not completed: (start time, turn, item)."""
         self.flushed: set[str] = set()
-
-    def add(self, kind: Any, t: float, turn: int | None = None, **fields: Any) -> None:
-        turn = self.turn if turn is None else turn
-        self.events.append(AgentEvent(kind=kind, turn=max(turn, 0), t_s=t, **fields))
 
     def model_output(self, t: float) -> None:
         """Something the model produced: opens a new turn unless one is open."""
@@ -265,5 +255,5 @@ class _StreamParser:
             for change in item.get("changes") or []:
                 if isinstance(change, dict):
                     self.add("file_edit", end or begin, turn,
-                             path=workspace_relative(str(change.get("path", ""))),
+                             path=relative_path(str(change.get("path", "")), by_marker=True),
                              extra={"change": str(change.get("kind", ""))})

@@ -55,12 +55,12 @@ import json
 import re
 import uuid
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 from typing import Any
 
 from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage, json_lines
+from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import EventCollector, as_int, json_lines, relative_path
 
 SHELL_TOOL = "run_shell_command"
 EDIT_TOOLS = ("write_file", "replace")
@@ -135,16 +135,11 @@ class GeminiAgent(CLIAgent):
         return _Parser().run(lines)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-class _Parser:
+class _Parser(EventCollector):
     """State of one pass over the transcript (see the module docstring for the rules)."""
 
     def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-        self.turn = -1
+        super().__init__()
         self.in_turn = False
         self.text: AgentEvent | None = None
         self.commands: dict[str, AgentEvent] = {}
@@ -174,15 +169,14 @@ class _Parser:
             self.turn += 1
             self.in_turn = True
             self.text = None
-            self.events.append(AgentEvent(kind="turn", turn=self.turn, t_s=t))
+            self.add("turn", t)
 
     def assistant_text(self, t: float, text: str) -> None:
         self.start_turn(t)
         if self.text is None:
             if not text.strip():
                 return
-            self.text = AgentEvent(kind="message", turn=self.turn, t_s=t, text="")
-            self.events.append(self.text)
+            self.text = self.add("message", t, text="")
         self.text.text = ((self.text.text or "") + text)[:500]
 
     def tool_use(self, t: float, obj: dict[str, Any]) -> None:
@@ -191,25 +185,14 @@ class _Parser:
         name = str(obj.get("tool_name"))
         params = obj.get("parameters")
         args: dict[str, Any] = params if isinstance(params, dict) else {}
-        self.events.append(AgentEvent(kind="tool_call", turn=self.turn, t_s=t, name=name))
+        self.add("tool_call", t, name=name)
         if name == SHELL_TOOL and isinstance(args.get("command"), str):
-            ev = AgentEvent(kind="command", turn=self.turn, t_s=t, command=args["command"])
+            ev = self.add("command", t, command=args["command"])
             if args.get("is_background"):
                 ev.extra["background"] = "true"
             self.commands[str(obj.get("tool_id"))] = ev
-            self.events.append(ev)
         elif name in EDIT_TOOLS and isinstance(args.get("file_path"), str):
-            self.events.append(AgentEvent(kind="file_edit", turn=self.turn, t_s=t, name=name,
-                                          path=self.relative(args["file_path"])))
-
-    def relative(self, path: str) -> str:
-        p = PurePosixPath(path)
-        if self.cwd and p.is_absolute():
-            try:
-                return str(p.relative_to(self.cwd))
-            except ValueError:
-                return path
-        return path
+            self.add("file_edit", t, name=name, path=relative_path(args["file_path"], [self.cwd]))
 
     def tool_result(self, t: float, obj: dict[str, Any]) -> None:
         self.in_turn = False
@@ -229,9 +212,7 @@ class _Parser:
         models: dict[str, Any] = stats["models"] if isinstance(stats.get("models"), dict) \
             else {}
         extra = {"source": "result", "status": str(obj.get("status")),
-                 "cached_tokens": str(_int(stats.get("cached"))),
+                 "cached_tokens": str(as_int(stats.get("cached"))),
                  "models": ",".join(sorted(models))}
-        self.events.append(AgentEvent(
-            kind="usage", turn=max(self.turn, 0), t_s=t,
-            input_tokens=_int(stats.get("input_tokens")),
-            output_tokens=_int(stats.get("output_tokens")), extra=extra))
+        self.add("usage", t, input_tokens=as_int(stats.get("input_tokens")),
+                 output_tokens=as_int(stats.get("output_tokens")), extra=extra)

@@ -66,8 +66,9 @@ from typing import Any, ClassVar
 
 from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage, json_lines
+from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import as_int, json_lines, relative_path
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -196,17 +197,6 @@ class OpenCodeAgent(CLIAgent):
         return parse_stream(lines, self.workspace_root)
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _relative(path: str, roots: list[str]) -> str:
-    for root in roots:
-        if path.startswith(root + "/"):
-            return path[len(root) + 1:]
-    return path
-
-
 def _edited_paths(tool: str, state: dict[str, Any]) -> list[str]:
     inp = state.get("input") or {}
     meta = state.get("metadata") or {}
@@ -247,9 +237,9 @@ def parse_stream(lines: Iterable[tuple[float, str]],
         elif kind == "step_finish":
             tokens = part.get("tokens") or {}
             cache = tokens.get("cache") or {}
-            split = {"input": _int(tokens.get("input")), "output": _int(tokens.get("output")),
-                     "reasoning": _int(tokens.get("reasoning")),
-                     "cache_read": _int(cache.get("read")), "cache_write": _int(cache.get("write"))}
+            split = {"input": as_int(tokens.get("input")), "output": as_int(tokens.get("output")),
+                     "reasoning": as_int(tokens.get("reasoning")),
+                     "cache_read": as_int(cache.get("read")), "cache_write": as_int(cache.get("write"))}
             cost = part.get("cost")
             events.append(AgentEvent(
                 kind="usage", turn=max(turn, 0), t_s=t,
@@ -299,5 +289,5 @@ def _tool_events(t: float, turn: int, obj: dict[str, Any], part: dict[str, Any],
     elif tool in EDIT_TOOLS and status == "completed":
         for path in _edited_paths(tool, state):
             out.append(AgentEvent(kind="file_edit", turn=turn, t_s=t, name=tool,
-                                  path=_relative(path, roots)))
+                                  path=relative_path(path, roots)))
     return out

@@ -61,8 +61,9 @@ from typing import Any, ClassVar
 
 from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage, install_dir, json_lines
+from a2rl.agents._cli import CLIAgent, CLIPackage, install_dir
 from a2rl.agents._events import AgentEvent
+from a2rl.agents._stream import EventCollector, json_lines, relative_path
 
 PYTHON_VERSION = "3.12"
 """The Python minor version the pinned CLI requires."""
@@ -166,22 +167,15 @@ def _text(content: Any) -> str:
     return ""
 
 
-class _StreamParser:
+class _StreamParser(EventCollector):
     """State of one transcript's parse (see `OpenHandsAgent.parse_events`)."""
 
     def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-        self.turn = -1
+        super().__init__()
         self.response: str | None = None
         self.turn_of: dict[str, int] = {}
         self.commands: dict[str, AgentEvent] = {}
         self.workdir: str | None = None
-
-    def add(self, kind: Any, t: float, turn: int | None = None, **fields: Any) -> AgentEvent:
-        event = AgentEvent(kind=kind, turn=max(self.turn if turn is None else turn, 0), t_s=t,
-                           **fields)
-        self.events.append(event)
-        return event
 
     def model_output(self, t: float, response_id: Any) -> None:
         rid = str(response_id) if response_id else None
@@ -194,11 +188,7 @@ class _StreamParser:
         self.add("turn", t)
 
     def relative(self, path: str) -> str:
-        root = (self.workdir or "").rstrip("/")
-        if root and path.startswith(root + "/"):
-            return path[len(root) + 1:]
-        marker = "/workspace/"
-        return path.rsplit(marker, 1)[1] if marker in path else path
+        return relative_path(path, [self.workdir], by_marker=True)
 
     def feed(self, t: float, obj: dict[str, Any]) -> None:
         if isinstance(obj.get(USAGE_KEY), dict):
