@@ -10,42 +10,18 @@ from pathlib import Path
 import pytest
 from scripted_llm import (
     FAKE_KEY,
-    Script,
-    assert_scripted_run,
-    create_app,
-    dump_requests,
+    agent_context,
     reported_usage,
-    run_cli_agent,
+    scripted_cli_run,
+    stream_fixture,
 )
 
 from a2rl.agents import get_agent
-from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import REPROMPT, SessionSpec
 from a2rl.agents.claude_code import ClaudeCodeAgent
-from conftest import serve_on_loopback
 
-FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_stream.jsonl"
-
-
-class _Workspace:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-
-def _ctx(tmp_path: Path, **kw: object) -> AgentContext:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "instructions.md").write_text("Be good.")
-    (ws / "description.md").write_text("Make the model better.")
-    base: dict[str, object] = dict(workspace=_Workspace(ws), grader_url="http://127.0.0.1:9",
-                                   token="tok", budget_s=600, task="arith", mode="free",
-                                   python="/usr/bin/python3")
-    base.update(kw)
-    return AgentContext(**base)  # type: ignore[arg-type]
-
-
-def _fixture_lines() -> list[tuple[float, str]]:
-    return [(float(i), line) for i, line in enumerate(FIXTURE.read_text().splitlines())]
+STREAM = "claude_code_stream.jsonl"
+"""A recorded real stream of the pinned CLI (tests/fixtures)."""
 
 
 def test_registered() -> None:
@@ -56,7 +32,7 @@ def test_registered() -> None:
 
 
 def test_argv_first_run_and_resume(tmp_path: Path) -> None:
-    agent, ctx = ClaudeCodeAgent(), _ctx(tmp_path, driver="claude-x", options={"effort": "high"})
+    agent, ctx = ClaudeCodeAgent(), agent_context(tmp_path, driver="claude-x", options={"effort": "high"})
     first = agent.cli_argv(ctx, "claude", "-do it", resume=False)
     assert first[:5] == ["claude", "-p", "--output-format", "stream-json", "--verbose"]
     assert "--include-partial-messages" in first and "--dangerously-skip-permissions" in first
@@ -68,7 +44,7 @@ def test_argv_first_run_and_resume(tmp_path: Path) -> None:
     assert again[again.index("--resume") + 1] == sid and "--session-id" not in again
     assert again[-1] == REPROMPT  # _cli_session substitutes the remaining time in it
     # no partial messages on request; default driver otherwise
-    plain = agent.cli_argv(_ctx(tmp_path, options={"partial": "0"}), "claude", "x", resume=False)
+    plain = agent.cli_argv(agent_context(tmp_path, options={"partial": "0"}), "claude", "x", resume=False)
     assert "--include-partial-messages" not in plain
     assert plain[plain.index("--model") + 1] == ClaudeCodeAgent.default_driver
 
@@ -77,7 +53,7 @@ def test_env_and_home_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     agent = ClaudeCodeAgent()
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("CLAUDE_CODE_OAUTH_TOKEN", raising=False)
-    ctx = _ctx(tmp_path, driver="m1", driver_base_url="http://127.0.0.1:5/")
+    ctx = agent_context(tmp_path, driver="m1", driver_base_url="http://127.0.0.1:5/")
     env = agent.cli_env(ctx)
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:5"
     assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == env["ANTHROPIC_DEFAULT_SONNET_MODEL"] == "m1"
@@ -94,12 +70,12 @@ def test_env_and_home_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     settings = json.loads(spec.home_files[".claude/settings.json"])
     assert settings["permissions"]["defaultMode"] == "bypassPermissions"
     # without a base URL nothing points the CLI elsewhere
-    assert "ANTHROPIC_BASE_URL" not in agent.cli_env(_ctx(tmp_path))
+    assert "ANTHROPIC_BASE_URL" not in agent.cli_env(agent_context(tmp_path))
 
 
 def test_parse_recorded_stream() -> None:
     """A real transcript (two rounds: first run, then --resume) of the pinned CLI."""
-    events = ClaudeCodeAgent().parse_events(_fixture_lines())
+    events = ClaudeCodeAgent().parse_events(stream_fixture(STREAM))
     turns = [e for e in events if e.kind == "turn"]
     assert [e.turn for e in turns] == list(range(len(turns)))
     commands = [e for e in events if e.kind == "command"]
@@ -116,7 +92,7 @@ def test_parse_recorded_stream() -> None:
     rounds = [e for e in usage if e.extra.get("source") == "result"]
     assert len(rounds) == 2 and all(e.input_tokens == e.output_tokens == 0 for e in rounds)
     assert all((e.cost_usd or 0) > 0 for e in rounds)
-    totals = [json.loads(line) for _, line in _fixture_lines() if '"type":"result"' in line]
+    totals = [json.loads(line) for _, line in stream_fixture(STREAM) if '"type":"result"' in line]
     assert reported_usage(events) == (
         sum(t["usage"]["input_tokens"] for t in totals),
         sum(t["usage"]["output_tokens"] for t in totals))
@@ -127,7 +103,7 @@ def test_parse_recorded_stream() -> None:
 def test_parse_without_partial_messages_uses_result_remainder() -> None:
     """partial=0: assistant events carry message_start usage (output 0); the round's result
     event supplies the rest, so the totals still match the CLI's."""
-    lines = [(t, line) for t, line in _fixture_lines() if '"type":"stream_event"' not in line]
+    lines = [(t, line) for t, line in stream_fixture(STREAM) if '"type":"stream_event"' not in line]
     events = ClaudeCodeAgent().parse_events(lines)
     totals = [json.loads(line) for _, line in lines if '"type":"result"' in line]
     assert reported_usage(events) == (
@@ -177,14 +153,9 @@ def test_claude_code_end_to_end(tmp_path: Path, tiny_model: Path,
                                 monkeypatch: pytest.MonkeyPatch,
                                 installed_cli) -> None:  # type: ignore[no-untyped-def]
     installed_cli("claude-code")
-    script = Script()
-    app = create_app(script, ["anthropic"])
-    with serve_on_loopback(app) as port:
-        rec, run_dir = run_cli_agent(tmp_path, tiny_model, "claude-code",
-                                     f"http://127.0.0.1:{port}", monkeypatch,
-                                     key_env="ANTHROPIC_API_KEY")
-    dump_requests(script, tmp_path / "requests.jsonl")
-    events = assert_scripted_run(rec, run_dir, script)
+    run = scripted_cli_run(tmp_path, tiny_model, "claude-code", "anthropic", monkeypatch,
+                           key_env="ANTHROPIC_API_KEY")
+    script, events = run.script, run.events
     # Every request went to the Messages API (no unknown routes), with the key as x-api-key.
     assert {r["route"] for r in script.requests} <= {"/v1/messages",
                                                      "/v1/messages/count_tokens"}, \

@@ -11,44 +11,20 @@ from pathlib import Path
 import pytest
 from scripted_llm import (
     FAKE_KEY,
-    Script,
-    assert_scripted_run,
-    create_app,
-    dump_requests,
+    agent_context,
     reported_usage,
-    run_cli_agent,
+    scripted_cli_run,
+    stream_fixture,
 )
 
 from a2rl.agents import get_agent
-from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import REPROMPT, SessionSpec
 from a2rl.agents._stream import relative_path
 from a2rl.agents.codex import CodexAgent, unwrap_shell
-from conftest import serve_on_loopback
 
-FIXTURE = Path(__file__).parent / "fixtures" / "codex_stream.jsonl"
+STREAM = "codex_stream.jsonl"
+"""A recorded real stream of the pinned CLI (tests/fixtures)."""
 BYPASS = "--dangerously-bypass-approvals-and-sandbox"
-
-
-class _Workspace:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-
-def _ctx(tmp_path: Path, **kw: object) -> AgentContext:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "instructions.md").write_text("Be good.")
-    (ws / "description.md").write_text("Make the model better.")
-    base: dict[str, object] = dict(workspace=_Workspace(ws), grader_url="http://127.0.0.1:9",
-                                   token="tok", budget_s=600, task="arith", mode="free",
-                                   python="/usr/bin/python3")
-    base.update(kw)
-    return AgentContext(**base)  # type: ignore[arg-type]
-
-
-def _fixture_lines() -> list[tuple[float, str]]:
-    return [(float(i), line) for i, line in enumerate(FIXTURE.read_text().splitlines())]
 
 
 def test_registered() -> None:
@@ -59,7 +35,7 @@ def test_registered() -> None:
 
 
 def test_argv_first_run_and_resume(tmp_path: Path) -> None:
-    agent, ctx = CodexAgent(), _ctx(tmp_path, driver="gpt-x")
+    agent, ctx = CodexAgent(), agent_context(tmp_path, driver="gpt-x")
     first = agent.cli_argv(ctx, "codex", "-do it", resume=False)
     assert first[:3] == ["codex", "exec", "--json"]
     assert BYPASS in first and "--skip-git-repo-check" in first
@@ -69,7 +45,7 @@ def test_argv_first_run_and_resume(tmp_path: Path) -> None:
     assert again[:4] == ["codex", "exec", "resume", "--last"]
     assert BYPASS in again and "--json" in again and again[again.index("-m") + 1] == "gpt-x"
     assert again[-1] == REPROMPT  # _cli_session substitutes the remaining time in it
-    plain = agent.cli_argv(_ctx(tmp_path), "codex", "x", resume=False)
+    plain = agent.cli_argv(agent_context(tmp_path), "codex", "x", resume=False)
     assert plain[plain.index("-m") + 1] == CodexAgent.default_driver
 
 
@@ -78,7 +54,7 @@ def test_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(agent, "executable", lambda: Path("/opt/codex"))  # not installed here
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("CODEX_API_KEY", FAKE_KEY)
-    ctx = _ctx(tmp_path, driver_base_url="http://127.0.0.1:5/v1",
+    ctx = agent_context(tmp_path, driver_base_url="http://127.0.0.1:5/v1",
                options={"reasoning_effort": "high", "web_search": "disabled"})
     env = agent.extra_env(ctx)
     assert env["CODEX_API_KEY"] == FAKE_KEY and agent.secrets(ctx) == [FAKE_KEY]
@@ -94,16 +70,16 @@ def test_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert config["model_reasoning_effort"] == "high" and config["web_search"] == "disabled"
     # OPENAI_API_KEY first; the OpenAI API when no base URL; a keyless local endpoint
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other-key")
-    provider = tomllib.loads(agent.home_files(_ctx(tmp_path))[".codex/config.toml"])
+    provider = tomllib.loads(agent.home_files(agent_context(tmp_path))[".codex/config.toml"])
     assert provider["model_providers"]["a2rl"]["env_key"] == "OPENAI_API_KEY"
     assert provider["model_providers"]["a2rl"]["base_url"] == "https://api.openai.com/v1"
     assert "web_search" not in provider and "model_reasoning_effort" not in provider
     # no hosted web search when the sandbox has no network (unless asked for)
-    offline = tomllib.loads(agent.home_files(_ctx(tmp_path, network="none"))[".codex/config.toml"])
+    offline = tomllib.loads(agent.home_files(agent_context(tmp_path, network="none"))[".codex/config.toml"])
     assert offline["web_search"] == "disabled"
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("CODEX_API_KEY")
-    local = _ctx(tmp_path, driver_base_url="http://127.0.0.1:5/v1")
+    local = agent_context(tmp_path, driver_base_url="http://127.0.0.1:5/v1")
     assert agent.extra_env(local).keys().isdisjoint({"OPENAI_API_KEY", "CODEX_API_KEY"})
     keyless = tomllib.loads(agent.home_files(local)[".codex/config.toml"])
     assert "env_key" not in keyless["model_providers"]["a2rl"]
@@ -121,7 +97,7 @@ def test_helpers() -> None:
 
 def test_parse_recorded_stream() -> None:
     """A real transcript (two rounds: `exec`, then `exec resume --last`) of the pinned CLI."""
-    lines = _fixture_lines()
+    lines = stream_fixture(STREAM)
     events = CodexAgent().parse_events(lines)
     turns = [e for e in events if e.kind == "turn"]
     assert [e.turn for e in turns] == list(range(len(turns)))
@@ -228,14 +204,9 @@ def test_codex_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.
                           installed_cli) -> None:  # type: ignore[no-untyped-def]
     installed_cli("codex")
     monkeypatch.delenv("CODEX_API_KEY", raising=False)
-    script = Script()
-    app = create_app(script, ["responses"])
-    with serve_on_loopback(app) as port:
-        rec, run_dir = run_cli_agent(tmp_path, tiny_model, "codex",
-                                     f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="OPENAI_API_KEY")
-    dump_requests(script, tmp_path / "requests.jsonl")
-    events = assert_scripted_run(rec, run_dir, script)
+    run = scripted_cli_run(tmp_path, tiny_model, "codex", "responses", monkeypatch,
+                           key_env="OPENAI_API_KEY", api_path="/v1")
+    script, events = run.script, run.events
     # Every request went to the Responses API (no unknown routes), with the key as bearer.
     assert {r["route"] for r in script.requests} == {"/v1/responses"}, \
         sorted({r["route"] for r in script.requests})

@@ -13,41 +13,18 @@ import pytest
 from scripted_llm import (
     FAKE_KEY,
     Script,
-    assert_scripted_run,
-    create_app,
-    dump_requests,
+    agent_context,
     reported_usage,
-    run_cli_agent,
+    scripted_cli_run,
+    stream_fixture,
 )
 
 from a2rl.agents import get_agent
-from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import REPROMPT, SessionSpec
 from a2rl.agents.gemini import SIDE_ALIASES, GeminiAgent
-from conftest import serve_on_loopback
 
-FIXTURE = Path(__file__).parent / "fixtures" / "gemini_stream.jsonl"
-
-
-class _Workspace:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-
-def _ctx(tmp_path: Path, **kw: object) -> AgentContext:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "instructions.md").write_text("Be good.")
-    (ws / "description.md").write_text("Make the model better.")
-    base: dict[str, object] = dict(workspace=_Workspace(ws), grader_url="http://127.0.0.1:9",
-                                   token="tok", budget_s=600, task="arith", mode="free",
-                                   python="/usr/bin/python3")
-    base.update(kw)
-    return AgentContext(**base)  # type: ignore[arg-type]
-
-
-def _fixture_lines() -> list[tuple[float, str]]:
-    return [(float(i), line) for i, line in enumerate(FIXTURE.read_text().splitlines())]
+STREAM = "gemini_stream.jsonl"
+"""A recorded real stream of the pinned CLI (tests/fixtures)."""
 
 
 def test_registered() -> None:
@@ -58,7 +35,7 @@ def test_registered() -> None:
 
 
 def test_argv_first_run_and_resume(tmp_path: Path) -> None:
-    agent, ctx = GeminiAgent(), _ctx(tmp_path, driver="gemini-x")
+    agent, ctx = GeminiAgent(), agent_context(tmp_path, driver="gemini-x")
     first = agent.cli_argv(ctx, "gemini", "-do it", resume=False)
     assert first[:5] == ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo"]
     assert first[first.index("-m") + 1] == "gemini-x"
@@ -67,7 +44,7 @@ def test_argv_first_run_and_resume(tmp_path: Path) -> None:
     again = agent.cli_argv(ctx, "gemini", REPROMPT, resume=True)
     assert again[again.index("--resume") + 1] == sid and "--session-id" not in again
     assert again[-1] == f"--prompt={REPROMPT}"  # _cli_session fills in the time left
-    plain = agent.cli_argv(_ctx(tmp_path), "gemini", "x", resume=False)
+    plain = agent.cli_argv(agent_context(tmp_path), "gemini", "x", resume=False)
     assert plain[plain.index("-m") + 1] == GeminiAgent.default_driver
 
 
@@ -75,7 +52,7 @@ def test_env_and_home_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     agent = GeminiAgent()
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    ctx = _ctx(tmp_path, driver="m1", driver_base_url="http://127.0.0.1:5/")
+    ctx = agent_context(tmp_path, driver="m1", driver_base_url="http://127.0.0.1:5/")
     env = agent.cli_env(ctx)
     assert env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:5"
     assert env["GEMINI_API_KEY"] == "a2rl-no-key"  # a local endpoint needs no real key
@@ -107,17 +84,17 @@ def test_env_and_home_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert {o["modelConfig"]["model"] for o in overrides} == {"m1"}
     # options; without a base URL nothing points the CLI elsewhere
     opts = {"loop_detection": "1", "shell_inactivity_s": "60"}
-    direct = json.loads(agent.home_files(_ctx(tmp_path, options=opts))[".gemini/settings.json"])
+    direct = json.loads(agent.home_files(agent_context(tmp_path, options=opts))[".gemini/settings.json"])
     assert direct["model"]["disableLoopDetection"] is False
     assert direct["tools"]["shell"]["inactivityTimeout"] == 60
     assert "modelConfigs" not in direct
-    assert "GOOGLE_GEMINI_BASE_URL" not in agent.cli_env(_ctx(tmp_path))
+    assert "GOOGLE_GEMINI_BASE_URL" not in agent.cli_env(agent_context(tmp_path))
 
 
 def test_parse_recorded_stream() -> None:
     """A real transcript of the pinned CLI (two rounds: first run, then --resume) against a
     scripted server: parallel calls, write_file/replace, failing commands, stderr noise."""
-    events = GeminiAgent().parse_events(_fixture_lines())
+    events = GeminiAgent().parse_events(stream_fixture(STREAM))
     turns = [e for e in events if e.kind == "turn"]
     assert [e.turn for e in turns] == list(range(6))  # 5 responses, then 1 after --resume
     assert [e.name for e in events if e.kind == "tool_call"] == \
@@ -133,7 +110,7 @@ def test_parse_recorded_stream() -> None:
                         (4, "All done."), (5, "All done.")]
     # one usage event per CLI round, exactly the figures of its result event
     usage = [e for e in events if e.kind == "usage"]
-    totals = [json.loads(line)["stats"] for _, line in _fixture_lines()
+    totals = [json.loads(line)["stats"] for _, line in stream_fixture(STREAM)
               if '"type":"result"' in line]
     assert [(e.input_tokens, e.output_tokens) for e in usage] == \
         [(s["input_tokens"], s["output_tokens"]) for s in totals]
@@ -190,14 +167,9 @@ def test_scripted_side_requests_answer_the_schema() -> None:
 def test_gemini_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
                            installed_cli) -> None:  # type: ignore[no-untyped-def]
     installed_cli("gemini")
-    script = Script()
-    app = create_app(script, ["gemini"])
-    with serve_on_loopback(app) as port:
-        rec, run_dir = run_cli_agent(tmp_path, tiny_model, "gemini", f"http://127.0.0.1:{port}",
-                                     monkeypatch, key_env="GEMINI_API_KEY",
-                                     driver="scripted-model")
-    dump_requests(script, tmp_path / "requests.jsonl")
-    events = assert_scripted_run(rec, run_dir, script)
+    run = scripted_cli_run(tmp_path, tiny_model, "gemini", "gemini", monkeypatch,
+                           key_env="GEMINI_API_KEY")
+    script, events = run.script, run.events
     # Every request went to the Gemini API (no unknown routes), with the key as x-goog-api-key.
     routes = {r["route"] for r in script.requests}
     assert routes <= {"/v1beta/models/{model}:streamGenerateContent",

@@ -13,41 +13,23 @@ import pytest
 from scripted_llm import (
     FAKE_KEY,
     Script,
-    assert_scripted_run,
+    agent_context,
     create_app,
-    dump_requests,
     reported_usage,
-    run_cli_agent,
+    scripted_cli_run,
+    stream_fixture,
 )
 
 from a2rl._errors import A2RLError
 from a2rl.agents import get_agent
-from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import REPROMPT, SessionSpec
 from a2rl.agents.opencode import PROVIDER_KEYS, OpenCodeAgent, parse_stream
-from conftest import serve_on_loopback
 
-FIXTURE = Path(__file__).parent / "fixtures" / "opencode_stream.jsonl"
+STREAM = "opencode_stream.jsonl"
+"""A recorded real stream of the pinned CLI (tests/fixtures)."""
 FIXTURE_WS = Path("/runs/arith/r1/workspace")
 """The workspace path the recorded stream's absolute file paths use."""
 ALL_KEYS = {k for keys in PROVIDER_KEYS.values() for k in keys}
-
-
-class _Workspace:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-
-def _ctx(tmp_path: Path, **kw: object) -> AgentContext:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "instructions.md").write_text("Be good.")
-    (ws / "description.md").write_text("Make the model better.")
-    base: dict[str, object] = dict(workspace=_Workspace(ws), grader_url="http://127.0.0.1:9",
-                                   token="tok", budget_s=600, task="arith", mode="free",
-                                   python="/usr/bin/python3")
-    base.update(kw)
-    return AgentContext(**base)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -55,10 +37,6 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for k in ALL_KEYS:
         monkeypatch.delenv(k, raising=False)
     return monkeypatch
-
-
-def _fixture_lines() -> list[tuple[float, str]]:
-    return [(float(i), line) for i, line in enumerate(FIXTURE.read_text().splitlines())]
 
 
 def test_registered() -> None:
@@ -70,7 +48,7 @@ def test_registered() -> None:
 
 def test_argv_first_run_and_resume(tmp_path: Path) -> None:
     agent = OpenCodeAgent()
-    ctx = _ctx(tmp_path, driver="openai/gpt-5", options={"variant": "high"})
+    ctx = agent_context(tmp_path, driver="openai/gpt-5", options={"variant": "high"})
     first = agent.cli_argv(ctx, "opencode", "-do it", resume=False)
     assert first[:4] == ["opencode", "run", "--format", "json"]
     assert first[first.index("-m") + 1] == "openai/gpt-5" and "--auto" in first
@@ -79,15 +57,15 @@ def test_argv_first_run_and_resume(tmp_path: Path) -> None:
     again = agent.cli_argv(ctx, "opencode", REPROMPT, resume=True)
     assert "--continue" in again and again[-1] == REPROMPT
     # default driver; openrouter ids keep their inner slash
-    assert agent.cli_argv(_ctx(tmp_path), "o", "x", resume=False)[5] == \
+    assert agent.cli_argv(agent_context(tmp_path), "o", "x", resume=False)[5] == \
         OpenCodeAgent.default_driver
-    ctx = _ctx(tmp_path, driver="openrouter/qwen/qwen3-coder")
+    ctx = agent_context(tmp_path, driver="openrouter/qwen/qwen3-coder")
     assert agent.provider_model(ctx) == ("openrouter", "qwen/qwen3-coder")
     # with a base URL the whole driver is the endpoint's model id, under the custom provider
-    ctx = _ctx(tmp_path, driver="meta/llama-3", driver_base_url="http://h:1/v1/")
+    ctx = agent_context(tmp_path, driver="meta/llama-3", driver_base_url="http://h:1/v1/")
     assert agent.cli_argv(ctx, "o", "x", resume=False)[5] == "a2rl/meta/llama-3"
     with pytest.raises(A2RLError, match="provider"):
-        agent.cli_argv(_ctx(tmp_path, driver="gpt-5"), "o", "x", resume=False)
+        agent.cli_argv(agent_context(tmp_path, driver="gpt-5"), "o", "x", resume=False)
 
 
 @pytest.mark.parametrize("driver,key", [
@@ -99,7 +77,7 @@ def test_only_the_drivers_credentials_enter(tmp_path: Path, no_keys: pytest.Monk
     for k in ALL_KEYS:
         no_keys.setenv(k, f"value-of-{k}")
     agent = OpenCodeAgent()
-    ctx = _ctx(tmp_path, driver=driver)
+    ctx = agent_context(tmp_path, driver=driver)
     creds = agent.credential_values(ctx)
     assert key in creds and set(creds) == set(PROVIDER_KEYS[driver.split("/")[0]])
     no_keys.setattr(agent, "executable", lambda: Path("/opt/opencode"))
@@ -110,9 +88,9 @@ def test_only_the_drivers_credentials_enter(tmp_path: Path, no_keys: pytest.Monk
 def test_missing_key_and_base_url_key(tmp_path: Path, no_keys: pytest.MonkeyPatch) -> None:
     agent = OpenCodeAgent()
     with pytest.raises(A2RLError, match="ANTHROPIC_API_KEY"):
-        agent.credential_values(_ctx(tmp_path, driver="anthropic/claude-x"))
+        agent.credential_values(agent_context(tmp_path, driver="anthropic/claude-x"))
     no_keys.setenv("ANTHROPIC_API_KEY", "ant-key")
-    ctx = _ctx(tmp_path, driver="m", driver_base_url="http://127.0.0.1:5/v1")
+    ctx = agent_context(tmp_path, driver="m", driver_base_url="http://127.0.0.1:5/v1")
     assert agent.credential_values(ctx) == {}  # a local endpoint needs no key
     no_keys.setenv("OPENAI_API_KEY", FAKE_KEY)
     assert agent.credential_values(ctx) == {"OPENAI_API_KEY": FAKE_KEY}
@@ -122,7 +100,7 @@ def test_env_and_home_files(tmp_path: Path, no_keys: pytest.MonkeyPatch) -> None
     agent = OpenCodeAgent()
     no_keys.setenv("OPENAI_API_KEY", FAKE_KEY)
     no_keys.setattr(agent, "executable", lambda: Path("/opt/opencode"))
-    ctx = _ctx(tmp_path, driver="scripted-model", driver_base_url="http://127.0.0.1:5/v1/",
+    ctx = agent_context(tmp_path, driver="scripted-model", driver_base_url="http://127.0.0.1:5/v1/",
                options={"small_model": "a2rl/small"})
     env = agent.extra_env(ctx)
     for off in ("OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_AUTOUPDATE",
@@ -146,14 +124,14 @@ def test_env_and_home_files(tmp_path: Path, no_keys: pytest.MonkeyPatch) -> None
     assert set(pkg["dependencies"]) <= set(lock["packages"][""]["dependencies"])
     assert ".config/opencode/node_modules/.a2rl-keep" in spec.home_files
     # a hosted provider: its model is declared under it, no endpoint override
-    cfg = agent.config(_ctx(tmp_path, driver="anthropic/claude-new"))
+    cfg = agent.config(agent_context(tmp_path, driver="anthropic/claude-new"))
     assert cfg["provider"] == {"anthropic": {"models": {"claude-new": {"name": "claude-new"}}}}
 
 
 def test_parse_recorded_stream() -> None:
     """Real streams of the pinned CLI: the scripted plan (first run, then a --continue round)
     and write/edit/failing-command steps; absolute paths rewritten to FIXTURE_WS."""
-    lines = _fixture_lines()
+    lines = stream_fixture(STREAM)
     events = parse_stream(lines, FIXTURE_WS)
     turns = [e for e in events if e.kind == "turn"]
     assert [e.turn for e in turns] == list(range(len(turns)))
@@ -200,22 +178,16 @@ def test_parse_errors_and_noise() -> None:
 def test_opencode_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
                              installed_cli) -> None:  # type: ignore[no-untyped-def]
     installed_cli("opencode")
-    script = Script()
-    app = create_app(script, ["chat"])
     # network="none": the sandbox reaches only the grader and this server (through a unix
     # socket bridge in the run folder, whose path must fit AF_UNIX's 108 bytes: short root).
-    with serve_on_loopback(app) as port, \
-            tempfile.TemporaryDirectory(prefix="oc-", dir="/tmp",
-                                        ignore_cleanup_errors=True) as short:
-        rec, run_dir = run_cli_agent(Path(short), tiny_model, "opencode",
-                                     f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="OPENAI_API_KEY", driver="scripted-model",
-                                     network="none")
-        dump_requests(script, tmp_path / "requests.jsonl")
-        events = assert_scripted_run(rec, run_dir, script)
-        system = script.requests[-1]["body"]["messages"][0]["content"]
-        assert f"Instructions from: {run_dir / 'workspace' / 'AGENTS.md'}" in system
-    # AGENTS.md (the memory file, written by prepare()) reached the model (checked above).
+    with tempfile.TemporaryDirectory(prefix="oc-", dir="/tmp",
+                                     ignore_cleanup_errors=True) as short:
+        run = scripted_cli_run(Path(short), tiny_model, "opencode", "chat", monkeypatch,
+                               key_env="OPENAI_API_KEY", api_path="/v1", network="none")
+    script, events = run.script, run.events
+    # AGENTS.md (the memory file, written by prepare()) reached the model.
+    system = script.requests[-1]["body"]["messages"][0]["content"]
+    assert f"Instructions from: {run.run_dir / 'workspace' / 'AGENTS.md'}" in system
     # Only Chat Completions requests (no unknown routes), streamed with usage asked for, the
     # key as a bearer token; the sandbox had no network but the grader and this server.
     assert {r["route"] for r in script.requests} == {"/v1/chat/completions"}

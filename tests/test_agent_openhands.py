@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from scripted_llm import agent_context, reported_usage, scripted_cli_run, stream_fixture
 
 from a2rl.agents import get_agent
 from a2rl.agents._agent import AgentContext
@@ -22,13 +22,9 @@ from a2rl.agents.openhands import (
     venv_base_prefix,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "openhands_stream.jsonl"
-
 
 def _ctx(tmp_path: Path, **kw: Any) -> AgentContext:
-    ws = SimpleNamespace(root=tmp_path)
-    return AgentContext(workspace=ws, grader_url="http://127.0.0.1:1", token="t",  # type: ignore[arg-type]
-                        budget_s=600, task="arith", mode="free", python="/py/bin/python", **kw)
+    return agent_context(tmp_path, python="/py/bin/python", **kw)  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -79,7 +75,7 @@ def test_sandbox_mounts_include_base_python(agent: OpenHandsAgent, tmp_path: Pat
 
 
 def test_parse_recorded_stream(agent: OpenHandsAgent) -> None:
-    lines = [(float(i), line) for i, line in enumerate(FIXTURE.read_text().splitlines())]
+    lines = stream_fixture("openhands_stream.jsonl")
     events = agent.parse_events(lines)
     kinds = [e.kind for e in events]
     assert kinds.count("turn") == 5
@@ -173,24 +169,9 @@ def test_wrapper_relays_output_and_exit_code(tmp_path: Path,
 def test_openhands_end_to_end(installed_cli: Any, tiny_model: Path, tmp_path: Path,
                               monkeypatch: pytest.MonkeyPatch) -> None:
     installed_cli("openhands")  # pip, into a Python 3.12 venv (~4 min the first time)
-    from scripted_llm import (
-        Script,
-        assert_scripted_run,
-        create_app,
-        dump_requests,
-        reported_usage,
-        run_cli_agent,
-    )
-
-    from conftest import serve_on_loopback
-
-    script = Script()
-    with serve_on_loopback(create_app(script, ["chat"])) as port:
-        rec, run_dir = run_cli_agent(tmp_path, tiny_model, "openhands",
-                                     f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="LLM_API_KEY", driver="openai/scripted-model")
-    dump_requests(script, tmp_path / "requests.jsonl")
-    events = assert_scripted_run(rec, run_dir, script)
+    run = scripted_cli_run(tmp_path, tiny_model, "openhands", "chat", monkeypatch,
+                           key_env="LLM_API_KEY", api_path="/v1", driver="openai/scripted-model")
+    script, events = run.script, run.events
     assert all(r["body"]["model"] == "scripted-model" for r in script.requests
                if r["route"] == "/v1/chat/completions")
     assert reported_usage(events) == script.totals()

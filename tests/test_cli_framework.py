@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
+from scripted_llm import agent_context
 from typer.testing import CliRunner
 
 from a2rl._errors import A2RLError
@@ -26,7 +27,6 @@ from a2rl.agents._cli import (
 )
 from a2rl.agents._stream import as_int, json_lines, read_transcript, relative_path
 from a2rl.runner import AgentProcess
-from a2rl.workspace import Workspace
 from conftest import serve_on_loopback
 
 CLI_AGENTS = ("claude-code", "codex", "opencode", "gemini", "openhands")
@@ -105,12 +105,7 @@ class _Fake(CLIAgent):
 
 
 def _ctx(tmp_path: Path, **kw: Any) -> AgentContext:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    (ws / "instructions.md").write_text("# Instructions\nDo well.")
-    (ws / "description.md").write_text("# Task\nAdd numbers.")
-    return AgentContext(workspace=Workspace(ws), grader_url="http://127.0.0.1:1", token="t",
-                        budget_s=60, task="arith", mode="free", python=sys.executable, **kw)
+    return agent_context(tmp_path, budget_s=60, python=sys.executable, **kw)  # type: ignore[no-any-return]
 
 
 def test_stream_helpers_shared_by_the_parsers() -> None:

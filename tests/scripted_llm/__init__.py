@@ -10,15 +10,21 @@ from scripted_llm._core import (
     DEFAULT_PLAN,
     FAKE_KEY,
     Script,
+    ScriptedRun,
     Step,
+    agent_context,
     assert_scripted_run,
     create_app,
     dump_requests,
     reported_usage,
     run_cli_agent,
+    scripted_cli_run,
     shell_arguments,
     shell_tool,
+    stream_fixture,
 )
 
-__all__ = ["DEFAULT_PLAN", "FAKE_KEY", "Script", "Step", "assert_scripted_run", "create_app",
-           "dump_requests", "reported_usage", "run_cli_agent", "shell_arguments", "shell_tool"]
+__all__ = ["DEFAULT_PLAN", "FAKE_KEY", "Script", "ScriptedRun", "Step", "agent_context",
+           "assert_scripted_run", "create_app", "dump_requests", "reported_usage",
+           "run_cli_agent", "scripted_cli_run", "shell_arguments", "shell_tool",
+           "stream_fixture"]

@@ -144,6 +144,29 @@ def create_app(script: Script, protocols: list[str]) -> FastAPI:
     return app
 
 
+def agent_context(root: Path, **overrides: Any) -> Any:
+    """A launcher unit test's AgentContext: a fake workspace at `root/ws` holding only the two
+    files a CLI prompt is built from (instructions.md, description.md)."""
+    from a2rl.agents import AgentContext
+    from a2rl.workspace import Workspace
+
+    ws = root / "ws"
+    ws.mkdir(exist_ok=True)
+    (ws / "instructions.md").write_text("# Instructions\nDo well.")
+    (ws / "description.md").write_text("# Task\nAdd numbers.")
+    fields: dict[str, Any] = dict(
+        workspace=Workspace(ws), grader_url="http://127.0.0.1:1", token="t", budget_s=600,
+        task="arith", mode="free", python="/usr/bin/python3")
+    fields.update(overrides)
+    return AgentContext(**fields)
+
+
+def stream_fixture(name: str) -> list[tuple[float, str]]:
+    """A recorded real CLI stream from tests/fixtures, one second per line."""
+    path = Path(__file__).parent.parent / "fixtures" / name
+    return [(float(i), line) for i, line in enumerate(path.read_text().splitlines())]
+
+
 def run_cli_agent(tmp_path: Path, model: Path, agent: str, base_url: str,
                   monkeypatch: pytest.MonkeyPatch, *, key_env: str,
                   driver: str = "scripted-model", **config: Any) -> tuple[Any, Path]:
@@ -159,6 +182,33 @@ def run_cli_agent(tmp_path: Path, model: Path, agent: str, base_url: str,
     base.update(config)
     rec = run(RunConfig(**base))
     return rec, tmp_path / "runs" / "arith" / rec.run_id
+
+
+@dataclass
+class ScriptedRun:
+    """What a real CLI run against the scripted server left, already checked by
+    `assert_scripted_run`."""
+
+    script: Script
+    record: Any
+    run_dir: Path
+    events: list[Any]
+
+
+def scripted_cli_run(root: Path, model: Path, agent: str, protocol: str,
+                     monkeypatch: pytest.MonkeyPatch, *, key_env: str, api_path: str = "",
+                     **config: Any) -> ScriptedRun:
+    """The end-to-end test of a CLI launcher: serve the default plan over `protocol` on
+    loopback, run the agent for real against it (runs under `root`), keep every request the CLI
+    sent (`root/requests.jsonl`, a debug aid) and check what every such run must show."""
+    from conftest import serve_on_loopback
+
+    script = Script()
+    with serve_on_loopback(create_app(script, [protocol])) as port:
+        rec, run_dir = run_cli_agent(root, model, agent, f"http://127.0.0.1:{port}{api_path}",
+                                     monkeypatch, key_env=key_env, **config)
+    dump_requests(script, root / "requests.jsonl")
+    return ScriptedRun(script, rec, run_dir, assert_scripted_run(rec, run_dir, script))
 
 
 def assert_scripted_run(rec: Any, run_dir: Path, script: Script) -> list[Any]:
