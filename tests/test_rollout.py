@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from a2rl.envs import Episode, RolloutConfig, Step, StepResult, run_rollouts
 from a2rl.inference import GenerationSettings, load_engine
@@ -79,13 +82,20 @@ EPISODES = [Episode(id=f"e{i}", split="train", payload={"target": t, "start": s}
 CONFIG = RolloutConfig(generation=GenerationSettings(max_new_tokens=8), max_steps=10)
 
 
-def test_lockstep_runs_all_episodes_with_one_call_per_step() -> None:
+def test_lockstep_runs_all_episodes_with_one_call_per_step(
+        caplog: pytest.LogCaptureFixture) -> None:
     engine = ScriptedEngine()
-    trajs = run_rollouts(engine, EPISODES, CounterEnv, prompt, parse, finish, CONFIG, task="t")
+    with caplog.at_level(logging.INFO, logger="a2rl.rollout"):
+        trajs = run_rollouts(engine, EPISODES, CounterEnv, prompt, parse, finish, CONFIG,
+                             task="t")
     assert [t.success for t in trajs] == [True, True, True, True]
     assert [len(t.steps) for t in trajs] == [4, 3, 1, 4]
     # one batched call per step; finished episodes drop out of the batch
     assert engine.calls == [4, 3, 3, 2]
+    # each step is logged (an L3 evaluation is hours on a CPU: its eval.log shows progress)
+    running = [re.search(r"t: step (\d+)/\d+, (\d+) of 4 episodes", r.getMessage())
+               for r in caplog.records]
+    assert [(int(m[1]), int(m[2])) for m in running if m] == [(1, 4), (2, 3), (3, 3), (4, 2)]
     t0 = trajs[0]
     assert [s.action for s in t0.steps] == ["inc", "inc", "inc", "stop"] and t0.finished
     assert t0.messages[0]["role"] == "system" and t0.messages[-1] == {

@@ -6,6 +6,8 @@ train episodes have exactly the prompt and action format it will be scored with.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +18,7 @@ PromptFn = Callable[[Episode, list[dict[str, str]]], list[dict[str, str]]]
 """(episode, history turns so far) -> chat messages for the next generation."""
 ParseFn = Callable[[str], str | None]
 """completion -> action, or None when no action can be read."""
+log = logging.getLogger("a2rl.rollout")
 FinishFn = Callable[[Episode, Env, list[Step]], tuple[float, bool]]
 """(episode, env, steps) -> (episode reward, success), read once the episode stops."""
 
@@ -69,11 +72,16 @@ def _lockstep(engine: Engine, episodes: list[Episode], make_env: Callable[[Episo
     pending_obs = list(first)  # observation each episode must act on next
     active = [True] * len(episodes)
     finished = [False] * len(episodes)
+    started = time.monotonic()
     try:
-        for _ in range(config.max_steps):
+        for step in range(config.max_steps):
             idx = [i for i, a in enumerate(active) if a]
             if not idx:
                 break
+            # An L3 evaluation is one long call (hours on a CPU): say where it is, per step.
+            log.info("%s: step %d/%d, %d of %d episodes still running, %.0f s so far", task,
+                     step + 1, config.max_steps, len(idx), len(episodes),
+                     time.monotonic() - started)
             prompts = []
             for i in idx:
                 history = _history(steps[i], first[i], config.history_window)

@@ -1,12 +1,14 @@
 """Entry point of the evaluation child process: `python -m a2rl.grader._eval_child job.json`.
 
 Writes outcome.json (scores) and details.jsonl (per item) into the job's out_dir, and progress
-lines `{"done": n, "total": N}` on stdout for the grader's progress bar.
+lines `{"done": n, "total": N}` on stdout for the grader's progress bar. Log lines (e.g. the
+rollout engine's step counter) go to stderr, which the grader keeps as the job's eval.log.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -15,6 +17,8 @@ from a2rl.tasks import task_from_spec
 
 
 def main(job_file: str) -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(message)s")
     job = EvalJob.model_validate_json(Path(job_file).read_text())
     task = task_from_spec(job.task)
 
