@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -209,6 +210,11 @@ class CLIAgent(Agent):
     # ---- shared ----------------------------------------------------------------------------
     def driver(self, ctx: AgentContext) -> str:
         return ctx.driver or self.default_driver
+
+    def session_id(self, ctx: AgentContext) -> str:
+        """A conversation id fixed by the run (workspace + grader), for CLIs that let the
+        caller name the session (`--session-id`) and resume exactly it in re-prompt rounds."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"a2rl:{ctx.workspace.root}:{ctx.grader_url}"))
 
     def executable(self) -> Path:
         exe = executable_path(self.name, self.package)

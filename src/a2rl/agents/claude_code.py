@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -77,10 +76,6 @@ class ClaudeCodeAgent(CLIAgent):
     memory_file = "CLAUDE.md"
     default_driver = "claude-sonnet-5-5"
     """What the pinned CLI itself resolves its `sonnet` alias to (first-party API)."""
-
-    def session_id(self, ctx: AgentContext) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL,
-                              f"a2rl:{ctx.workspace.root}:{ctx.grader_url}"))
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose"]

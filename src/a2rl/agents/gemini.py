@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -89,10 +88,6 @@ class GeminiAgent(CLIAgent):
     memory_file = "GEMINI.md"
     default_driver = "gemini-3.1-pro-preview"
     """The pinned CLI's newest Pro model (it maps gemini-3-pro-preview to it with API keys)."""
-
-    def session_id(self, ctx: AgentContext) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL,
-                              f"a2rl:{ctx.workspace.root}:{ctx.grader_url}"))
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         return [exe, "--output-format", "stream-json", "--approval-mode", "yolo",
