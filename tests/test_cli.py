@@ -76,3 +76,23 @@ def test_port_in_use(tmp_path: Path, tiny_model: Path) -> None:
 def test_runs_list_and_show_empty(tmp_path: Path) -> None:
     out = run_cli("runs", "list", "--runs-dir", str(tmp_path))
     assert out.returncode == 0 and "no runs" in out.stdout
+
+
+def test_rollout_writes_train_trajectories_and_reports_each_step(tmp_path: Path,
+                                                                 tiny_model: Path) -> None:
+    out = run_cli("rollout", "--task", "webshop", "--model", str(tiny_model), "--n", "2",
+                  "--max-steps", "2", "--out", str(tmp_path / "r.jsonl"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "2 episodes" in out.stdout
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all('"task":"webshop"' in ln for ln in lines)
+    assert "webshop: step 1/2, 2 of 2 episodes still running" in out.stderr
+    quiet = run_cli("rollout", "--task", "webshop", "--model", str(tiny_model), "--n", "1",
+                    "--max-steps", "1", "--out", str(tmp_path / "q.jsonl"), "--quiet",
+                    cwd=tmp_path)
+    assert quiet.returncode == 0 and "step 1/1" not in quiet.stderr
+
+
+def test_rollout_refuses_a_static_task(tmp_path: Path, tiny_model: Path) -> None:
+    out = run_cli("rollout", "--task", "gsm8k", "--model", str(tiny_model), cwd=tmp_path)
+    assert out.returncode == 2 and "not interactive" in out.stderr and "fix:" in out.stderr

@@ -222,12 +222,15 @@ def rollout(
     seed: Annotated[int, typer.Option()] = 0,
     max_steps: Annotated[int | None, typer.Option(help="Override the task's step limit.")] = None,
     task_opt: Annotated[list[str] | None, typer.Option(help="key=value for the task.")] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress line per step on stderr.")] = False,
 ) -> None:
     """Roll out a model on the TRAIN-visible episodes with the evaluator's exact prompt and
     action format, writing trajectories you can train on. Held-out episodes are never used."""
     import dataclasses
     import json
+    import logging
     import os
+    import sys
 
     from rich.console import Console
 
@@ -251,6 +254,9 @@ def rollout(
     if any(e.split != "train" for e in eps):
         raise A2RLError("the episode file holds non-train episodes", "use the train episodes only")
     eps = eps[:n] if n else eps
+    if not quiet:  # a rollout on a CPU takes minutes to hours: one line per lockstep step
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     base = os.environ.get("MODEL_PATH")
     gen = t.rollout.generation
     config = dataclasses.replace(
