@@ -13,18 +13,11 @@ from scripted_llm._core import (
     ScriptedRun,
     Step,
     agent_context,
-    assert_scripted_run,
     create_app,
-    dump_requests,
     reported_usage,
-    run_cli_agent,
     scripted_cli_run,
-    shell_arguments,
-    shell_tool,
     stream_fixture,
 )
 
 __all__ = ["DEFAULT_PLAN", "FAKE_KEY", "Script", "ScriptedRun", "Step", "agent_context",
-           "assert_scripted_run", "create_app", "dump_requests", "reported_usage",
-           "run_cli_agent", "scripted_cli_run", "shell_arguments", "shell_tool",
-           "stream_fixture"]
+           "create_app", "reported_usage", "scripted_cli_run", "stream_fixture"]
