@@ -96,3 +96,21 @@ def test_rollout_writes_train_trajectories_and_reports_each_step(tmp_path: Path,
 def test_rollout_refuses_a_static_task(tmp_path: Path, tiny_model: Path) -> None:
     out = run_cli("rollout", "--task", "gsm8k", "--model", str(tiny_model), cwd=tmp_path)
     assert out.returncode == 2 and "not interactive" in out.stderr and "fix:" in out.stderr
+
+
+def test_rollout_bad_input_is_explained(tmp_path: Path, tiny_model: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n')
+    (tmp_path / "broken.jsonl").write_text("\n{not json\n")
+    cases = [(["--model", str(tmp_path / "nope")], "does not exist"),
+             (["--model", str(tmp_path)], "no config.json"),
+             (["--model", str(tiny_model), "--episodes", str(tmp_path / "no.jsonl")],
+              "cannot read the episode file"),
+             (["--model", str(tiny_model), "--episodes", str(tmp_path / "bad.jsonl")],
+              "bad.jsonl line 1 is not an episode"),
+             (["--model", str(tiny_model), "--episodes", str(tmp_path / "broken.jsonl")],
+              "broken.jsonl line 2 is not an episode")]
+    for args, needle in cases:
+        out = run_cli("rollout", "--task", "webshop", *args, cwd=tmp_path)
+        said = " ".join(out.stderr.split())  # the console wraps long lines
+        assert out.returncode == 2 and needle in said and "fix:" in said, out.stderr
+        assert "Traceback" not in said

@@ -235,6 +235,7 @@ def rollout(
     from rich.console import Console
 
     from a2rl._errors import A2RLError
+    from a2rl.models import check_model_dir
     from a2rl.tasks import get_task
     from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
 
@@ -248,6 +249,7 @@ def rollout(
     t = get_task(task, params)
     if not isinstance(t, InteractiveTask):
         raise A2RLError(f"task {task!r} is not interactive", "a2rl rollout works with L3 tasks")
+    check_model_dir(model)  # the checks the grader applies to a submission, before loading it
     default = data_dir / EPISODES_FILE
     source = episodes or (default if default.exists() else None)
     eps = InteractiveTask.episodes_from(source) if source else t.train_episodes()

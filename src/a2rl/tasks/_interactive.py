@@ -8,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
+from a2rl._errors import A2RLError
 from a2rl.envs import Env, Episode, RolloutConfig, Step, run_rollouts
 from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
 
@@ -57,8 +60,25 @@ class InteractiveTask(Task):
 
     @staticmethod
     def episodes_from(path: Path) -> list[Episode]:
-        return [Episode.model_validate_json(line) for line in path.read_text().splitlines()
-                if line.strip()]
+        """The episodes of an episode file (JSON lines, as the workspace's episodes.jsonl)."""
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise A2RLError(f"cannot read the episode file {path}: {exc.strerror}",
+                            "pass an existing episodes.jsonl (the workspace has one in "
+                            "$DATA_PATH), or leave --episodes out") from exc
+        episodes = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                episodes.append(Episode.model_validate_json(line))
+            except ValidationError as exc:
+                raise A2RLError(f"{path} line {number} is not an episode: "
+                                f"{exc.errors()[0]['msg']}",
+                                "use an episodes.jsonl written by a2rl (one JSON episode per "
+                                "line)") from exc
+        return episodes
 
     def collect(self, model_dir: Path, episodes: list[Episode], *,
                 chat_template_from: Path | None, config: RolloutConfig | None = None,
