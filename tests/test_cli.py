@@ -110,7 +110,8 @@ def test_rollout_bad_input_is_explained(tmp_path: Path, tiny_model: Path) -> Non
              (["--model", str(tiny_model), "--episodes", str(tmp_path / "broken.jsonl")],
               "broken.jsonl line 2 is not an episode")]
     for args, needle in cases:
-        out = run_cli("rollout", "--task", "webshop", *args, cwd=tmp_path)
-        said = " ".join(out.stderr.split())  # the console wraps long lines
-        assert out.returncode == 2 and needle in said and "fix:" in said, out.stderr
-        assert "Traceback" not in said
+        # a wide console: the message names long temporary paths and must not wrap
+        out = run_cli("rollout", "--task", "webshop", *args, cwd=tmp_path,
+                      env={"COLUMNS": "1000"})
+        assert out.returncode == 2 and needle in out.stderr and "fix:" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
