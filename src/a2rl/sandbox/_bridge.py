@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 SOCKET_DIR_IN_SANDBOX = "/run/a2rl-net"
@@ -76,7 +76,7 @@ class HostBridge:
     fresh private folder under the system temp dir: a Unix socket path must stay under ~100
     bytes, which a run directory's path may not."""
 
-    def __init__(self, ports: list[int], *, served: dict[int, Handler] | None = None) -> None:
+    def __init__(self, ports: list[int], *, served: Mapping[int, Handler] | None = None) -> None:
         self.served = dict(served or {})
         self.ports = sorted(set(ports) | set(self.served))
         self.socket_dir = Path(tempfile.mkdtemp(prefix="a2rl-net-"))  # mode 0700

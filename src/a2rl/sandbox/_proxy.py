@@ -183,7 +183,7 @@ class EgressProxy:
         try:
             up_reader, up_writer = await asyncio.wait_for(
                 asyncio.open_connection(address, port), timeout=30)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             await _reply(writer, 502, f"cannot connect to {host}:{port}: {exc}")
             return
         if forward:
