@@ -26,7 +26,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 SOCKET_DIR_IN_SANDBOX = "/run/a2rl-net"
-BRIDGE_CODE = "import sys; from a2rl.sandbox._bridge import main; sys.exit(main(sys.argv[1:]))"
+# argv[1] is a2rl's own source root (mounted read-only): the bridge imports the harness's
+# a2rl whatever the agent's interpreter would import.
+BRIDGE_CODE = ("import sys; sys.path.insert(0, sys.argv[1]); "
+               "from a2rl.sandbox._bridge import main; sys.exit(main(sys.argv[2:]))")
 
 Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -106,7 +109,10 @@ class HostBridge:
     def inside_command(self, argv: list[str], *, python: str | None = None) -> list[str]:
         """`argv` run under the bridge's inside half (listening on the relayed ports)."""
         maps = [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
-        return [python or sys.executable, "-c", BRIDGE_CODE, *maps, "--", *argv]
+        import a2rl
+
+        source = str(Path(a2rl.__file__).resolve().parent.parent)
+        return [python or sys.executable, "-c", BRIDGE_CODE, source, *maps, "--", *argv]
 
     def stop(self) -> None:
         if self._loop is None:
