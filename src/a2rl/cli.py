@@ -123,13 +123,16 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
     for host in allow_host or []:
         AllowEntry.parse(host)  # a malformed entry is named before any heavy step
     tasks = [t.strip() for t in task.split(",") if t.strip()] if "," in task else []
+    unsandboxed = no_sandbox or sandbox == "none"
+    # unsandboxed with the default policy: RunConfig picks `full` (there is no namespace)
+    net = {} if unsandboxed and network == "allowlist" else {"network": network}
     config = RunConfig(task=task, tasks=tasks, task_params=task_opt, agent=agent, agent_options=agent_opt,
                        model=model, mode=mode, budget_s=budget_s,
                        sandbox="none" if no_sandbox else sandbox,  # type: ignore[arg-type]
                        eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
-                       network=network)  # type: ignore[arg-type]
+                       **net)  # type: ignore[arg-type]
     console = Console()
     if tasks:
         from a2rl.runner import run_multi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from a2rl.grader import BaselineRecord, BestSoFar, SubmissionRecord
 
@@ -56,6 +56,14 @@ class RunConfig(BaseModel):
     (the host's network, loopback services included: flagged in every report)."""
     allow_hosts: list[str] = Field(default_factory=list)
     """--allow-host entries added to the derived allow-list (network allowlist)."""
+
+    @model_validator(mode="after")
+    def _unsandboxed_network(self) -> RunConfig:
+        # Without a sandbox there is no network namespace to police: the default becomes
+        # `full` (flagged); an explicit allowlist/none is refused when the run starts.
+        if self.sandbox == "none" and "network" not in self.model_fields_set:
+            self.network = "full"
+        return self
 
 
 class TaskInfo(BaseModel):
