@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,3 +217,39 @@ def test_private_network_reaches_only_relayed_ports(sandbox: Sandbox, tmp_path: 
     assert r["connect other"] is None, r
     assert not r["write socket dir"] and not r["write socket file"], r
     assert leftovers == [f"{relayed_port}.sock"]
+
+
+def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(sandbox: Sandbox,
+                                                                   tmp_path: Path) -> None:
+    """SIGTERM at the budget's end reaches the agent inside (it may save its work during the
+    grace period), and the backend leaves no process or container behind."""
+    from a2rl.runner import AgentProcess
+
+    ws = _workspace(tmp_path)
+    script = ("trap 'echo saved > code/last-words; exit 0' TERM; echo READY; "
+              "while true; do sleep 0.1; done")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"}
+    argv = sandbox.wrap(["bash", "-c", script], workspace=ws, env=env)
+    proc = AgentProcess(argv, env=env, cwd=ws, transcript=tmp_path / "t.log")
+    deadline = time.monotonic() + 120
+    while b"READY" not in (tmp_path / "t.log").read_bytes():
+        assert proc.proc.poll() is None and time.monotonic() < deadline, \
+            (tmp_path / "t.log").read_text()
+        time.sleep(0.1)
+    proc.stop(grace_s=20)
+    proc.close()
+    sandbox.cleanup()
+    assert (ws / "code" / "last-words").read_text() == "saved\n"
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _mentions(p, str(ws))]
+    if sandbox.kind == "podman":
+        names = subprocess.run(["podman", *getattr(sandbox, "global_options", ()), "ps", "-a",
+                                "--format", "{{.Names}}"], capture_output=True, text=True)
+        assert getattr(sandbox, "name") not in names.stdout.split()
+
+
+def _mentions(pid: str, text: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return text.encode() in fh.read()
+    except OSError:
+        return False

@@ -31,10 +31,25 @@ from a2rl.runner._supervise import HarnessTerminated, descendants
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def closing() -> Iterator[None]:
+    """Within: a SIGTERM/SIGHUP does not interrupt (the run record is being written)."""
+    depth = getattr(_state, "closing", 0)
+    _state.closing = depth + 1
+    try:
+        yield
+    finally:
+        _state.closing = depth
+
+
 @contextlib.contextmanager
 def terminate_on_signals() -> Iterator[None]:
     """Within: SIGTERM/SIGHUP raise HarnessTerminated once (then are ignored while the run
-    closes). Outside the main thread (signals cannot be caught there) it does nothing."""
+    closes, and never raised inside `closing()`). Outside the main thread (signals cannot be
+    caught there) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -44,6 +59,8 @@ def terminate_on_signals() -> Iterator[None]:
         if fired:
             return  # already closing the run
         fired.append(signum)
+        if getattr(_state, "closing", 0):
+            return  # the record is being closed anyway; the process exits after it
         raise HarnessTerminated(signum)
 
     previous = {sig: signal.signal(sig, handler) for sig in HANDLED_SIGNALS}
@@ -54,27 +71,29 @@ def terminate_on_signals() -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def kill_leftover_groups(pid: int | None = None) -> list[int]:
-    """SIGKILL the process group of every descendant of `pid` (default: this process) that
-    leads its own group, and the remaining descendants one by one; never this process's own
-    group. Returns the pids signalled."""
-    me = os.getpid() if pid is None else pid
-    own_group = os.getpgid(me) if pid is None else os.getpgrp()
+def kill_leftover_groups(run_dirs: list[Path]) -> list[int]:
+    """SIGKILL what this harness started for these runs and is still alive (an evaluation
+    child in flight when a signal stopped the run, a sandbox that outlived its agent): this
+    process's descendants whose working directory or command line lies in a run directory.
+    A process leading its own group is killed with its group; never this process's group.
+    Returns the pids signalled."""
+    mine = set(descendants(os.getpid()))
     hit: list[int] = []
-    for child in descendants(me):
-        try:
-            group = os.getpgid(child)
-        except ProcessLookupError:
-            continue
-        try:
-            if group not in (own_group, os.getpgrp()) and group == child:
-                os.killpg(group, signal.SIGKILL)
-            else:
-                os.kill(child, signal.SIGKILL)
-            hit.append(child)
-        except (ProcessLookupError, PermissionError):
-            continue
+    for run_dir in run_dirs:
+        for pid in _processes_of(run_dir):
+            if pid in mine and pid not in hit:
+                _kill_with_group(pid)
+                hit.append(pid)
     return hit
+
+
+def _kill_with_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        group = os.getpgid(pid)
+        if group == pid and group != os.getpgrp():
+            os.killpg(group, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
 
 
 def _processes_of(run_dir: Path) -> list[int]:
@@ -133,13 +152,8 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
             os.killpg(record.agent_pgid, signal.SIGKILL)
             killed.append(record.agent_pgid)
     for pid in _processes_of(run_dir):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            group = os.getpgid(pid)
-            if group not in (os.getpgrp(),) and group == pid:
-                os.killpg(group, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+        _kill_with_group(pid)
+        killed.append(pid)
     ledger_path = run_dir / "ledger.jsonl"
     if ledger_path.exists():
         ledger = Ledger(ledger_path)

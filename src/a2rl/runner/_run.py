@@ -36,7 +36,7 @@ from a2rl.grader import (
 )
 from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
-from a2rl.runner._lifecycle import kill_leftover_groups, terminate_on_signals
+from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess, HarnessTerminated
 from a2rl.sandbox import (
@@ -320,8 +320,10 @@ def _run_one(config: RunConfig, *, console: Console | None, echo_agent: bool,
         part.fail(exc)
         raise
     finally:
-        part.close(started)
-        kill_leftover_groups()  # evaluation children in flight when a signal stopped the run
+        with closing():
+            part.close(started)
+            # evaluation children in flight when a signal stopped the run
+            kill_leftover_groups([part.run_dir])
     return part.record
 
 
@@ -369,9 +371,11 @@ def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent:
             part.fail(exc)
         raise
     finally:
-        for part in parts:
-            part.close(started)
-        kill_leftover_groups()  # evaluation children in flight when a signal stopped the run
+        with closing():
+            for part in parts:
+                part.close(started)
+            # evaluation children in flight when a signal stopped the run
+            kill_leftover_groups([root, *(p.run_dir for p in parts)])
         atomic_write_text(root / "multi.json", json.dumps(
             {"run_id": run_id, "tasks": config.tasks,
              "runs": {p.task.name: str(p.run_dir) for p in parts},
