@@ -241,10 +241,12 @@ def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(sandbox: Sandb
     sandbox.cleanup()
     assert (ws / "code" / "last-words").read_text() == "saved\n"
     assert not [p for p in os.listdir("/proc") if p.isdigit() and _mentions(p, str(ws))]
-    if sandbox.kind == "podman":
-        names = subprocess.run(["podman", *getattr(sandbox, "global_options", ()), "ps", "-a",
+    from a2rl.sandbox._podman import PodmanSandbox
+
+    if isinstance(sandbox, PodmanSandbox):
+        names = subprocess.run(["podman", *(sandbox.global_options or ()), "ps", "-a",
                                 "--format", "{{.Names}}"], capture_output=True, text=True)
-        assert getattr(sandbox, "name") not in names.stdout.split()
+        assert sandbox.name not in names.stdout.split()
 
 
 def _mentions(pid: str, text: str) -> bool:
