@@ -128,7 +128,9 @@ def test_budget_end_gives_the_agent_its_grace_period(tmp_path: Path, tiny_model:
     """SIGTERM reaches the sandboxed agent, which may save its work before SIGKILL."""
     agent = ("cmd:trap 'echo saved > output/last-words; exit 0' TERM; "
              "while true; do sleep 0.1; done")
-    rec = run(config(tmp_path, tiny_model, agent, budget_s=3, grace_s=5))
+    # A budget long enough for the sandbox (bwrap, the network bridge) to start and the agent
+    # to set its trap on a loaded machine; the SIGTERM must come after that to be catchable.
+    rec = run(config(tmp_path, tiny_model, agent, budget_s=20, grace_s=5))
     assert rec.exit_reason == "budget_exhausted"
     ws = run_dir_of(rec, tmp_path) / "workspace"
     assert (ws / "output" / "last-words").read_text() == "saved\n"
