@@ -245,8 +245,10 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     console = Console()
     console.print(f"route {analysis.route}; methods {', '.join(analysis.methods_attempted) or 'none'}; "
                   f"{len(analysis.findings)} finding(s)")
-    for f in analysis.findings:
-        console.print(f"  [{f.severity}] {f.kind}: {f.message}", highlight=False)
+    from a2rl._report_console import safe
+
+    for f in analysis.findings:  # findings quote agent-controlled text: never markup
+        console.print(safe(f"  [{f.severity}] {f.kind}: {f.message}"), highlight=False)
     console.print(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, {path / 'analysis.json'}")
 
 

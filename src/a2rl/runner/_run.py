@@ -350,10 +350,12 @@ def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent:
     (root / "workspace").mkdir(parents=True)
     root.chmod(0o700)
     (root / "agent").mkdir()
-    console.print(f"[bold]a2rl run[/] {run_id}  tasks={','.join(config.tasks)} "
-                  f"agent={config.agent} model={config.model} mode=multi "
-                  f"budget={config.budget_s:.0f}s"
-                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
+    console.print(f"[bold]a2rl run[/] {safe(run_id)}  " + safe(
+                  f"tasks={','.join(config.tasks)} agent={config.agent} model={config.model} "
+                  f"mode=multi budget={config.budget_s:.0f}s sandbox={sandbox.kind} "
+                  f"network={config.network}")
+                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]")
+                  + ("  [bold red]HOST NETWORK[/]" if config.network == "full" else ""))
     parts = [_TaskRun(config.model_copy(update={"task": name, "task_params": task_params_for(
                           name, config.task_params)}), run_id, sandbox.sandboxed,
                       console, ws_root=root / "workspace" / name) for name in config.tasks]
@@ -513,7 +515,7 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             t2 = time.monotonic()
             for part, grader in zip(parts, graders, strict=True):
                 if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
-                    console.print(f"[yellow]an evaluation of {part.task.name} did not finish "
+                    console.print(f"[yellow]an evaluation of {safe(part.task.name)} did not finish "
                                   "in time[/]")
                 part.record.timings.drain_s = round(time.monotonic() - t2, 2)
     finally:
@@ -582,7 +584,7 @@ def _write_agent_events(agent: Agent, agent_dir: Path, console: Console) -> int 
         n = agent.write_events(agent_dir)
     except Exception as exc:
         console.print(f"[yellow]could not parse the agent's transcript into events "
-                      f"({type(exc).__name__}: {exc})[/]")
+                      f"({type(exc).__name__}: {safe(exc)})[/]")
         return None
     return n if (agent_dir / "events.jsonl").exists() else None
 
@@ -599,11 +601,11 @@ def _analyze_quietly(run_dir: Path, task: Task, summary: LiveSummary, console: C
     record (and `a2rl analyze` can redo it)."""
     try:
         analysis = summary.finish(task.heldout_items())
-        console.print(f"analysis: route {analysis.route}; {len(analysis.findings)} audit finding(s); "
-                      f"see {run_dir / 'summary.md'}")
+        console.print(f"analysis: route {safe(analysis.route)}; {len(analysis.findings)} audit "
+                      f"finding(s); see {safe(run_dir / 'summary.md')}")
     except Exception as exc:  # analysis is diagnostics: report and go on
-        console.print(f"[yellow]analysis failed ({type(exc).__name__}: {exc}); "
-                      f"rerun with `a2rl analyze {run_dir}`[/]")
+        console.print(f"[yellow]analysis failed ({type(exc).__name__}: {safe(exc)}); "
+                      f"rerun with `a2rl analyze {safe(run_dir)}`[/]")
 
 
 def load_run(path: Path) -> RunRecord:
