@@ -158,3 +158,36 @@ def test_masks_keep_only_what_a_backend_mounts(tmp_path: Path) -> None:
     assert kept.dirs == [mounted / "pkg" / "data"]
     assert kept.files == [mounted / "f.jsonl"]
     assert kept.reveal == [mounted / "pkg" / "data" / "keep.json"]
+
+
+def test_run_reports_escape_agent_text_and_flag_a_shared_network(tmp_path: Path) -> None:
+    """`a2rl runs show/list`: a submission path or error written by the agent is shown as
+    text, and network full is flagged."""
+    import datetime as dt
+
+    from rich.console import Console
+
+    from a2rl._report_console import list_runs, show_run
+    from a2rl.grader import SubmissionRecord
+    from a2rl.runner import RunConfig, RunRecord
+
+    now = dt.datetime.now(dt.timezone.utc)
+    hostile = "output/x[/]\n[bold green]✔ s0999[/] score 100.00\x1b[1A"
+    sub = SubmissionRecord(id="s0001", seq=1, received_at=now, model_path=hostile, status="failed",
+                           baseline=0.0, error="[red]fake[/red] \x1b[2Kscored 100",
+                           task_fingerprint="f")
+    config = RunConfig(task="arith", agent="cmd:true", model="m", mode="free", budget_s=1,
+                       sandbox="bwrap", eval_timeout_s=1, grace_s=1, port=0,
+                       runs_dir=str(tmp_path), network="full")
+    record = RunRecord(run_id="r1", status="finished", created_at=now, config=config,
+                       versions={}, sandboxed=True, submissions=[sub], flags=["network_full"])
+    console = Console(record=True, width=300, force_terminal=False)
+    show_run(record, console)
+    text = console.export_text()
+    assert "\x1b" not in text and "[bold green]✔ s0999[/]" in text
+    assert "[red]fake[/red]" in text and "network full (host network shared)" in text
+    (tmp_path / "arith" / "r1").mkdir(parents=True)
+    (tmp_path / "arith" / "r1" / "run.json").write_text(record.model_dump_json())
+    console = Console(record=True, width=300, force_terminal=False)
+    list_runs(tmp_path, console)
+    assert "net full" in console.export_text()
