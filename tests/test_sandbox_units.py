@@ -171,7 +171,7 @@ def test_run_reports_escape_agent_text_and_flag_a_shared_network(tmp_path: Path)
     from a2rl.grader import SubmissionRecord
     from a2rl.runner import RunConfig, RunRecord
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     hostile = "output/x[/]\n[bold green]✔ s0999[/] score 100.00\x1b[1A"
     sub = SubmissionRecord(id="s0001", seq=1, received_at=now, model_path=hostile, status="failed",
                            baseline=0.0, error="[red]fake[/red] \x1b[2Kscored 100",
