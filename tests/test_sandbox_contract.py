@@ -219,17 +219,20 @@ def test_private_network_reaches_only_relayed_ports(sandbox: Sandbox, tmp_path: 
     assert leftovers == [f"{relayed_port}.sock"]
 
 
-def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(sandbox: Sandbox,
-                                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize("private_network", [False, True])
+def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(
+        sandbox: Sandbox, tmp_path: Path, private_network: bool) -> None:
     """SIGTERM at the budget's end reaches the agent inside (it may save its work during the
-    grace period), and the backend leaves no process or container behind."""
+    grace period), also under the network bridge, and the backend leaves no process or
+    container behind."""
     from a2rl.runner import AgentProcess
 
     ws = _workspace(tmp_path)
-    script = ("trap 'echo saved > code/last-words; exit 0' TERM; echo READY; "
+    script = ("trap 'echo saved >> code/last-words; exit 0' TERM; echo READY; "
               "while true; do sleep 0.1; done")
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"}
-    argv = sandbox.wrap(["bash", "-c", script], workspace=ws, env=env)
+    bridge = HostBridge([]).start() if private_network else None
+    argv = sandbox.wrap(["bash", "-c", script], workspace=ws, env=env, bridge=bridge)
     proc = AgentProcess(argv, env=env, cwd=ws, transcript=tmp_path / "t.log")
     deadline = time.monotonic() + 120
     while b"READY" not in (tmp_path / "t.log").read_bytes():
@@ -239,7 +242,9 @@ def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(sandbox: Sandb
     proc.stop(grace_s=20)
     proc.close()
     sandbox.cleanup()
-    assert (ws / "code" / "last-words").read_text() == "saved\n"
+    if bridge is not None:
+        bridge.stop()
+    assert (ws / "code" / "last-words").read_text() == "saved\n"  # once: exactly one SIGTERM
     assert not [p for p in os.listdir("/proc") if p.isdigit() and _mentions(p, str(ws))]
     from a2rl.sandbox._podman import PodmanSandbox
 

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 SOCKET_DIR_IN_SANDBOX = "/run/a2rl-net"
+FORWARD_TERM = "+forward-term"
 # argv[1] is a2rl's own source root (mounted read-only): the bridge imports the harness's
 # a2rl whatever the agent's interpreter would import.
 BRIDGE_CODE = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -106,9 +107,14 @@ class HostBridge:
             (self.socket_dir / f"{port}.sock").chmod(0o666)
         return self
 
-    def inside_command(self, argv: list[str], *, python: str | None = None) -> list[str]:
-        """`argv` run under the bridge's inside half (listening on the relayed ports)."""
+    def inside_command(self, argv: list[str], *, python: str | None = None,
+                       forward_term: bool = False) -> list[str]:
+        """`argv` run under the bridge's inside half (listening on the relayed ports).
+        `forward_term`: the bridge passes a SIGTERM on to the agent (for backends where the
+        harness cannot signal the sandbox's processes itself: podman's are not its
+        descendants)."""
         maps = [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
+        maps += [FORWARD_TERM] if forward_term else []
         import a2rl
 
         source = str(Path(a2rl.__file__).resolve().parent.parent)
@@ -127,7 +133,8 @@ class HostBridge:
 def main(argv: list[str]) -> int:
     """Inside the sandbox: `PORT=SOCKET ... -- command...`."""
     split = argv.index("--")
-    mappings = [m.split("=", 1) for m in argv[:split]]
+    forward_term = FORWARD_TERM in argv[:split]
+    mappings = [m.split("=", 1) for m in argv[:split] if m != FORWARD_TERM]
     command = argv[split + 1:]
     loop = _LoopThread()
     for port, sock in mappings:
@@ -137,8 +144,8 @@ def main(argv: list[str]) -> int:
 
         loop.run(asyncio.start_server(_relay(upstream), "127.0.0.1", int(port)))
     # The harness signals every process of the agent at the budget's end; the bridge keeps
-    # relaying while its child uses the grace period, and exits with it. (As PID 1 of a
-    # container it also forwards the SIGTERM it gets to the agent.)
+    # relaying while its child uses the grace period, and exits with it. Where the harness
+    # cannot reach the agent's processes (podman), the bridge passes the SIGTERM on.
     child_holder: list[subprocess.Popen[bytes]] = []
 
     def forward(signum: int, _frame: object) -> None:
@@ -146,7 +153,7 @@ def main(argv: list[str]) -> int:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signum)
 
-    signal.signal(signal.SIGTERM, forward if os.getpid() == 1 else signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, forward if forward_term else signal.SIG_IGN)
     # close_fds: the agent gets stdio only, not the bridge's listening sockets.
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, close_fds=True,
                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))

@@ -185,7 +185,7 @@ class PodmanSandbox:
         args += [a for f in hidden.reveal for a in ("-v", f"{f}:{f}:ro")]
         if bridge is not None:
             args += ["--network", "none", "-v", f"{bridge.socket_dir}:{SOCKET_DIR_IN_SANDBOX}:ro"]
-            argv = bridge.inside_command(argv)
+            argv = bridge.inside_command(argv, forward_term=True)
         else:
             args += ["--network", "host"]
         args += ["-v", f"{ws}:{ws}"]
