@@ -186,3 +186,50 @@ def test_repair_closes_a_run_whose_harness_was_killed(harness: Callable[..., Har
                            capture_output=True, text=True, timeout=300,
                            env=dict(os.environ, PYTHONPATH=str(SRC), COLUMNS="200"))
     assert again.returncode == 2 and "already closed" in again.stderr
+
+
+def test_repair_removes_a_podman_container_that_outlived_the_harness(
+        tmp_path: Path, tiny_model: Path) -> None:
+    """A podman container is conmon's child, not the harness's: killing the harness (and the
+    podman client with it) leaves it running until `repair` removes it."""
+    import datetime as dt
+
+    from a2rl._errors import A2RLError
+    from a2rl.runner import RunConfig
+    from a2rl.runner._lifecycle import repair_run
+    from a2rl.sandbox._podman import PodmanSandbox
+
+    box = PodmanSandbox()
+    try:
+        box.probe()
+    except A2RLError as exc:
+        pytest.skip(f"podman cannot start here: {exc.message}")
+    run_dir = tmp_path / "runs" / "arith" / "r1"
+    ws = run_dir / "workspace"
+    ws.mkdir(parents=True)
+    client = subprocess.Popen(box.wrap(["sleep", "600"], workspace=ws, env={"PATH": "/usr/bin"}),
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+
+    def running() -> bool:
+        names = subprocess.run(["podman", *(box.global_options or ()), "ps", "--format",
+                                "{{.Names}}"], capture_output=True, text=True).stdout.split()
+        return box.name in names
+
+    _wait("the container", running, timeout=120)
+    client.kill()
+    client.wait()
+    assert running()  # the harness's death did not stop it
+    config = RunConfig(task="arith", agent="cmd:x", model=str(tiny_model), mode="free",
+                       budget_s=60, sandbox="podman", eval_timeout_s=60, grace_s=1, port=0,
+                       runs_dir=str(tmp_path / "runs"))
+    rec = RunRecord(run_id="r1", status="running", created_at=dt.datetime.now(dt.timezone.utc),
+                    config=config, versions={}, sandboxed=True, sandbox_container=box.name)
+    (run_dir / "run.json").write_text(rec.model_dump_json())
+    try:
+        repaired, _ = repair_run(run_dir)
+        assert repaired.exit_reason == "harness_died" and repaired.ended_at is not None
+        assert not running()
+    finally:
+        box.cleanup()

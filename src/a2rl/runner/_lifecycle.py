@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +153,12 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.agent_pgid, signal.SIGKILL)
             killed.append(record.agent_pgid)
+    if record.sandbox_container and (podman := shutil.which("podman")):
+        # a container is conmon's child, not the harness's: it outlives a killed harness
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([podman, *_podman_options(), "rm", "-f", "-t", "0",
+                            record.sandbox_container], capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
     for pid in _processes_of(run_dir):
         _kill_with_group(pid)
         killed.append(pid)
@@ -168,6 +176,18 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
     record.ended_at = record.repaired_at = utcnow()
     atomic_write_text(path, record.model_dump_json(indent=2))
     return record, killed
+
+
+def _podman_options() -> tuple[str, ...]:
+    """The global podman options that start containers here (those the run used)."""
+    from a2rl.sandbox._podman import PodmanSandbox
+
+    box = PodmanSandbox(executable=shutil.which("podman") or "podman")
+    try:
+        box.probe()
+    except A2RLError:
+        return ()
+    return box.global_options or ()
 
 
 def _is_a2rl(pid: int) -> bool:

@@ -136,6 +136,9 @@ class RunRecord(BaseModel):
     """The a2rl process of this run (for `a2rl runs repair` after it died)."""
     agent_pgid: int | None = None
     """The agent's process group (killed by `a2rl runs repair` if it outlived the harness)."""
+    sandbox_container: str | None = None
+    """Podman backend: the container's name (`a2rl runs repair` removes it if it outlived the
+    harness)."""
     repaired_at: dt.datetime | None = None
     """When `a2rl runs repair` closed this record after the harness died."""
     grader_url: str | None = None

@@ -483,6 +483,7 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                                 if echo_agent else None)
             for part in parts:
                 part.record.agent_pgid = proc.proc.pid
+                part.record.sandbox_container = getattr(sandbox, "name", None)
                 part.save()
             try:
                 reason, code = proc.supervise(
