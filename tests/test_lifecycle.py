@@ -224,7 +224,7 @@ def test_repair_removes_a_podman_container_that_outlived_the_harness(
     config = RunConfig(task="arith", agent="cmd:x", model=str(tiny_model), mode="free",
                        budget_s=60, sandbox="podman", eval_timeout_s=60, grace_s=1, port=0,
                        runs_dir=str(tmp_path / "runs"))
-    rec = RunRecord(run_id="r1", status="running", created_at=dt.datetime.now(dt.timezone.utc),
+    rec = RunRecord(run_id="r1", status="running", created_at=dt.datetime.now(dt.UTC),
                     config=config, versions={}, sandboxed=True, sandbox_container=box.name)
     (run_dir / "run.json").write_text(rec.model_dump_json())
     try:
