@@ -13,8 +13,8 @@ import statistics
 import sys
 import time
 
-from a2rl.tasks._code_exec import CodeExecutor, default_workers
-from a2rl.tasks.humaneval import build_program, heldout_problems, train_problems
+from a2rl.sandbox._code_exec import CodeExecutor, default_workers
+from a2rl.tasks.humaneval.task import build_program, heldout_problems, train_problems
 
 
 def timed(executor: CodeExecutor, programs: list[str], workers: int) -> float:

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from a2rl import A2RLError
 from a2rl.tasks import BUILTIN_TASKS, TaskSpec
-from a2rl.tasks._judge import JudgeClient, JudgeError, JudgeSettings
-from a2rl.tasks.alpacaeval import (
+from a2rl.tasks._lib.judge import JudgeClient, JudgeError, JudgeSettings
+from a2rl.tasks.alpacaeval.task import (
     EVAL_FILE,
     EVAL_REPO,
     LC_FILE,

@@ -25,7 +25,7 @@ from a2rl import A2RLError
 from a2rl.envs import Episode, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import cut_at_stop
-from a2rl.tasks._search import (
+from a2rl.tasks.deepsearchqa.search import (
     BM25CorpusBackend,
     Document,
     SearchError,
@@ -34,7 +34,7 @@ from a2rl.tasks._search import (
     parse_corpus,
     parse_web_results,
 )
-from a2rl.tasks.deepsearchqa import (
+from a2rl.tasks.deepsearchqa.task import (
     HUB_FILE,
     HUB_REPO,
     MAX_STEPS,
@@ -58,7 +58,7 @@ from a2rl.tasks.deepsearchqa import (
 from conftest import serve_on_loopback
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "src" / "a2rl" / "tasks" / "data" / "deepsearchqa"
+DATA = REPO / "src" / "a2rl" / "tasks" / "deepsearchqa" / "data"
 SECRET = "sk-test-dsqa-0ff1ce-do-not-leak"
 SEARCH_SECRET = "search-key-5ec2e7-do-not-leak"
 JUDGE_MODEL = "scripted-judge"
@@ -293,7 +293,7 @@ def test_search_key_is_not_a_param() -> None:
 
 
 def test_offline_data_is_generated_deterministically() -> None:
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "make_deepsearchqa_offline.py"), "--check"],
+    out = subprocess.run([sys.executable, "-m", "a2rl.tasks.deepsearchqa.make_data", "--check"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
 
@@ -534,7 +534,7 @@ def test_judge_string_mode_and_empty_answers(scripted: Scripted, scripted_engine
     assert out.score == 100.0 and out.metrics["grader_llm"] == 0.0 and out.metrics["judge_calls"] == 0
     assert not scripted.requests and out.details[0]["grader"] == "string"
     # an empty answer never reaches the judge and is never correct
-    from a2rl.tasks.deepsearchqa import AnswerGrader
+    from a2rl.tasks.deepsearchqa.task import AnswerGrader
 
     llm = offline(**FAST_JUDGE)
     grader = AnswerGrader("llm", settings=llm.judge_settings())

@@ -12,7 +12,7 @@ import pytest
 
 from a2rl import A2RLError
 from a2rl.tasks import get_task
-from a2rl.tasks.gsm8k import (
+from a2rl.tasks.gsm8k.task import (
     INSTRUCTION,
     SYMBOLIC_SUFFIX,
     TRAIN_SEED,
@@ -219,7 +219,7 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
 
 def test_evaluate_on_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from a2rl.inference import GenerationSettings
-    from a2rl.tasks._task import EvalOutcome
+    from a2rl.tasks._core.task import EvalOutcome
 
     # The random model never ends its turn; a short budget keeps the test fast without changing
     # the code path (the real setting is asserted below).

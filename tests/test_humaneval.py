@@ -20,9 +20,9 @@ import pytest
 
 from a2rl import A2RLError
 from a2rl.models import resolve_model
+from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits, process_blocking_filter
 from a2rl.tasks import get_task
-from a2rl.tasks._code_exec import CodeExecutor, ExecLimits, process_blocking_filter
-from a2rl.tasks.humaneval import (
+from a2rl.tasks.humaneval.task import (
     FIRST_HELDOUT,
     build_program,
     extract_code,
@@ -242,10 +242,10 @@ def test_process_filter_layout() -> None:
 
 def test_fallback_without_bwrap_is_loud(monkeypatch: pytest.MonkeyPatch,
                                         caplog: pytest.LogCaptureFixture) -> None:
-    import a2rl.tasks._code_exec as code_exec
+    import a2rl.sandbox._code_exec as code_exec
 
     monkeypatch.setattr(code_exec.shutil, "which", lambda name: None)
-    with caplog.at_level("WARNING", logger="a2rl.tasks.code_exec"):
+    with caplog.at_level("WARNING", logger="a2rl.sandbox.code_exec"):
         ex = CodeExecutor(LIMITS)
     assert not ex.sandboxed and "not installed" in (ex.unsandboxed_reason or "")
     assert "UNSANDBOXED" in caplog.text

@@ -11,7 +11,7 @@ import pytest
 from a2rl import A2RLError
 from a2rl.models import resolve_model
 from a2rl.tasks import get_task, list_tasks
-from a2rl.tasks.arith import extract_answer, extract_answer_flexible
+from a2rl.tasks.arith.task import extract_answer, extract_answer_flexible
 from a2rl.workspace import build_workspace, render_instructions
 from conftest import TINY_TASK
 
@@ -124,7 +124,7 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
 
 
 def test_missing_optional_dependency_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    from a2rl.tasks import _registry
+    from a2rl.tasks._core import registry as _registry
 
     monkeypatch.setitem(_registry.BUILTIN_TASKS, "needs-extra", "a2rl_no_such_extra_pkg:Task")
     with pytest.raises(A2RLError) as info:

@@ -14,7 +14,7 @@ import pytest
 from a2rl._errors import A2RLError
 from a2rl.envs import run_rollouts
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._webshop_data import (
+from a2rl.tasks.webshop.catalog import (
     PRODUCT_WINDOW,
     analyze,
     catalog_search,
@@ -23,8 +23,8 @@ from a2rl.tasks._webshop_data import (
     load_catalog,
     load_train_goals,
 )
-from a2rl.tasks._webshop_env import WebShopTextEnv
-from a2rl.tasks._webshop_reward import (
+from a2rl.tasks.webshop.env import WebShopTextEnv
+from a2rl.tasks.webshop.reward import (
     get_attribute_reward,
     get_option_reward,
     get_reward,
@@ -33,7 +33,7 @@ from a2rl.tasks._webshop_reward import (
     normalize_color,
     title_nouns,
 )
-from a2rl.tasks.webshop import PREAMBLE, WebShopTask
+from a2rl.tasks.webshop.task import PREAMBLE, WebShopTask
 
 # --------------------------------------------------------------------------- reward port
 
@@ -422,15 +422,9 @@ def test_evaluate_on_tiny_model(tiny_model: Path) -> None:
 
 
 def test_shipped_data_is_what_the_script_makes() -> None:
-    import importlib.util
+    from a2rl.tasks.webshop import make_data as script
+    from a2rl.tasks.webshop.catalog import DATA_DIR, Catalog
 
-    from a2rl.tasks._webshop_data import DATA_DIR, Catalog
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "make_webshop_data.py"
-    spec = importlib.util.spec_from_file_location("make_webshop_data", path)
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     products, attributes, reviews = script.make_raw_catalog(script.SEED)
     assert products == json.loads((DATA_DIR / "items_shuffle.json").read_text())
     assert attributes == json.loads((DATA_DIR / "items_ins_v2.json").read_text())

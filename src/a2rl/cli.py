@@ -236,8 +236,7 @@ def rollout(
 
     from a2rl._errors import A2RLError
     from a2rl.models import check_model_dir
-    from a2rl.tasks import get_task
-    from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
+    from a2rl.tasks import EPISODES_FILE, InteractiveTask, get_task
 
     data_dir = Path(os.environ.get("DATA_PATH", "data"))
     params = _task_params(task_opt)

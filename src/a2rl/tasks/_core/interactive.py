@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from a2rl._errors import A2RLError
 from a2rl.envs import Env, Episode, RolloutConfig, Step, run_rollouts
-from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
+from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task
 
 EPISODES_FILE = "episodes.jsonl"
 

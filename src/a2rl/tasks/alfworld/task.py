@@ -8,7 +8,7 @@ examples, at most 50 steps).
 
 Sources (`source`):
 - `generated` (default): ALFRED-format trials (trial json + PDDL problem) generated locally for
-  the six task types and played by the real engine (`a2rl.tasks._alfworld_games`). The held-out
+  the six task types and played by the real engine (`a2rl.tasks.alfworld.games`). The held-out
   games come from this installation's secret seed (or `heldout_seed`), the train-visible ones
   from a public seed; both are cached under $A2RL_HOME, and only the train games are copied into
   a workspace. Default sizes: 134 held-out games (the paper's `valid_unseen` count), 200 train.
@@ -18,7 +18,7 @@ Sources (`source`):
 
 Why the few-shot examples are recorded here rather than copied from ReAct: the engine installed
 with alfworld 0.4.x puts objects with `move X to Y`; ReAct's published examples use the older
-`put X in/on Y`, which this engine answers with "Nothing happens." (see `_alfworld_fewshot`).
+`put X in/on Y`, which this engine answers with "Nothing happens." (see `fewshot.py`).
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ from a2rl._secrets import installation_seed
 from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._alfworld_fewshot import PROMPT_FILE, transcript
-from a2rl.tasks._alfworld_games import (
+from a2rl.tasks._core.interactive import EPISODES_FILE, InteractiveTask
+from a2rl.tasks._core.task import TaskParams
+from a2rl.tasks.alfworld.fewshot import PROMPT_FILE, transcript
+from a2rl.tasks.alfworld.games import (
     GEN_VERSION,
     MANIFEST,
     SHORT_TYPES,
@@ -59,8 +61,6 @@ from a2rl.tasks._alfworld_games import (
     load_env,
     strip_banner,
 )
-from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
-from a2rl.tasks._task import TaskParams
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,8 @@ def parse_action(completion: str) -> str | None:
 
 
 def fewshot_examples() -> dict[str, dict[str, Any]]:
-    """`prompts/alfworld_react.json`: two recorded examples per task type (react_<type>_<0|1>)."""
-    text = resources.files("a2rl.tasks").joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
+    """`prompts/react.json`: two recorded examples per task type (react_<type>_<0|1>)."""
+    text = resources.files(__package__).joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
     data: dict[str, dict[str, Any]] = json.loads(text)
     return data
 
@@ -234,6 +234,9 @@ class ALFWorldTask(InteractiveTask):
     level = "L3"
     reward_kind = "interactive"
     version = "1"
+    audit_patterns = (r"expert_plan", r"admissible_commands", r"extra\.gamefile", r"\boracle\b",
+                      r"gold[_ ]traj", r"policy_commands", r"walkthrough", r"scripted_solution",
+                      r"scene_for", r"pddl_problem", r"initial_state\.pddl")
     Params = ALFWorldParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
         generation=GenerationSettings(max_new_tokens=MAX_NEW_TOKENS, stop=STOP), max_steps=MAX_STEPS,
@@ -388,7 +391,7 @@ class ALFWorldTask(InteractiveTask):
         games are generated, not which), plus the engine version, the generator and the prompt."""
         from importlib.metadata import version
 
-        prompt = resources.files("a2rl.tasks").joinpath("prompts", PROMPT_FILE).read_bytes()
+        prompt = resources.files(__package__).joinpath("prompts", PROMPT_FILE).read_bytes()
         base = {"task": self.name, "version": self.version,
                 "params": self.params.model_dump(mode="json", exclude={"gen_workers"}),
                 "items": stable_hash(self.heldout_items())}

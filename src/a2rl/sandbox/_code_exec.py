@@ -64,7 +64,7 @@ from typing import IO, Literal
 
 from a2rl.sandbox import system_mount_args
 
-log = logging.getLogger("a2rl.tasks.code_exec")
+log = logging.getLogger("a2rl.sandbox.code_exec")
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 ExecStatus = Literal["passed", "failed", "timeout"]

@@ -9,10 +9,10 @@ Sources:
   (`tatsu-lab/alpaca_eval`, `alpaca_eval_gpt4_baseline.json`, fetched with hf_hub_download: the
   dataset's loading script is refused by datasets >= 4) held out; the first `n_train` rows of
   `tatsu-lab/alpaca` train-visible, minus rows whose instruction is an evaluation instruction.
-- `offline`: a small hand-written set shipped in `tasks/data/alpacaeval_offline.json`, for tests
+- `offline`: a small hand-written set shipped in `tasks/alpacaeval/data/offline.json`, for tests
   and demos without the Hub. Its scores are not comparable to AlpacaEval's.
 
-The judge is any OpenAI-compatible endpoint configured by the operator (see `a2rl.tasks._judge`).
+The judge is any OpenAI-compatible endpoint configured by the operator (see `a2rl.tasks._lib.judge`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._hub import hf_offline, hub_dataset_file
-from a2rl.tasks._judge import (
+from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task, TaskParams
+from a2rl.tasks._lib.hub import hf_offline, hub_dataset_file
+from a2rl.tasks._lib.judge import (
     ENV_MODEL,
     JudgeClient,
     JudgementCache,
@@ -49,7 +50,6 @@ from a2rl.tasks._judge import (
     judge_strict,
     judgement_key,
 )
-from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task, TaskParams
 
 EVAL_REPO = "tatsu-lab/alpaca_eval"
 EVAL_FILE = "alpaca_eval_gpt4_baseline.json"
@@ -58,8 +58,8 @@ LC_FILE = "df_gamed.csv"
 length-gamed baselines plus each AlpacaEval instruction's fitted difficulty (GLM features)."""
 TRAIN_REPO = "tatsu-lab/alpaca"
 TRAIN_FILE = "data/train-00000-of-00001-a09b74b3ef9c3b56.parquet"
-OFFLINE_FILE = "alpacaeval_offline.json"
-PROMPT_FILE = "alpacaeval_judge.txt"
+OFFLINE_FILE = "offline.json"
+PROMPT_FILE = "judge.txt"
 PROMPT_RESOURCE = f"prompts/{PROMPT_FILE}"
 SUBMISSION_NAME = "submission"
 """`generator_2` in the annotations handed to alpaca_eval (the model being scored)."""
@@ -71,7 +71,7 @@ _STRIP = string.whitespace + string.punctuation
 
 def judge_template() -> str:
     """The pairwise judge prompt, shipped as a package file so its hash identifies it."""
-    return resources.files("a2rl.tasks").joinpath(PROMPT_RESOURCE).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(PROMPT_RESOURCE).read_text(encoding="utf-8")
 
 
 def judge_template_sha256() -> str:
@@ -153,7 +153,7 @@ class AlpacaEvalTask(Task):
 
     @cached_property
     def _offline(self) -> dict[str, Any]:
-        text = resources.files("a2rl.tasks").joinpath("data", OFFLINE_FILE).read_text(encoding="utf-8")
+        text = resources.files(__package__).joinpath("data", OFFLINE_FILE).read_text(encoding="utf-8")
         data: dict[str, Any] = json.loads(text)
         return data
 

@@ -1,6 +1,6 @@
 """The offline WebShop catalog: WebShop's data formats, product prices, BM25 search and goals.
 
-The shipped files under `data/webshop/` use WebShop's own formats so that code written against
+The shipped files under `webshop/data/` use WebShop's own formats so that code written against
 one reads the other:
 
 - `items_shuffle.json`: raw products as in WebShop's `items_shuffle*.json` (asin, name, category,
@@ -11,7 +11,7 @@ one reads the other:
 - `goals_train.json`: train goals in the form `get_human_goals` builds them (asin, category,
   query, name, product_category, instruction_text, attributes, price_upper, goal_options, weight).
 
-`scripts/make_webshop_data.py` generates them deterministically. Held-out goals are not shipped:
+`python -m a2rl.tasks.webshop.make_data` generates them deterministically. Held-out goals are not shipped:
 `generate_goals` draws them at run time from a seed the agent does not have, with the same
 generator that made the train goals, excluding every train goal.
 """
@@ -30,9 +30,9 @@ from typing import Any
 
 import bm25s
 
-from a2rl.tasks._webshop_reward import PRICE_RANGE
+from a2rl.tasks.webshop.reward import PRICE_RANGE
 
-DATA_DIR = Path(__file__).resolve().parent / "data" / "webshop"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 PRODUCTS_FILE = "items_shuffle.json"
 ATTRIBUTES_FILE = "items_ins_v2.json"
 REVIEWS_FILE = "reviews.json"

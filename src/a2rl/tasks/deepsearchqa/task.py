@@ -16,13 +16,13 @@ Sources:
   ordered by sha256(f"{SPLIT_SEED}:{id}") (independent of the file's row order), the first 200
   are held out, the next 100 train-visible. Search: the web API (`A2RL_SEARCH_API_URL`) when
   configured, else BM25 over a JSONL corpus given with `corpus_path` (`search` param forces one).
-- `offline`: a generated fictional world (`scripts/make_deepsearchqa_offline.py`, shipped in
-  `tasks/data/deepsearchqa/`): 117 documents and 192 questions (Single and Set) that each need
+- `offline`: a generated fictional world (`make_data.py` beside this module, shipped in
+  `tasks/deepsearchqa/data/`): 117 documents and 192 questions (Single and Set) that each need
   at least two searches, split into disjoint train (132) and held-out (60) questions. Searched
   with BM25. Its scores are not comparable with DeepSearchQA's.
 
-Grading (`judge` param): `llm` asks any OpenAI-compatible judge (`a2rl.tasks._judge`) with the
-prompt `prompts/deepsearchqa_judge.txt` (question, answer type, gold and predicted answer;
+Grading (`judge` param): `llm` asks any OpenAI-compatible judge (`a2rl.tasks._lib.judge`) with the
+prompt `prompts/judge.txt` (question, answer type, gold and predicted answer;
 reply exactly `correct` or `incorrect`); `string` is a normalised string match (every gold
 item must appear; an empty prediction is never correct); `auto` = `llm` when a judge is
 configured, else `string`. The grader used is recorded in the metrics (`grader_llm`).
@@ -51,9 +51,10 @@ from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._hub import hub_dataset_file
-from a2rl.tasks._interactive import InteractiveTask
-from a2rl.tasks._judge import (
+from a2rl.tasks._core.interactive import InteractiveTask
+from a2rl.tasks._core.task import EvalOutcome, TaskParams
+from a2rl.tasks._lib.hub import hub_dataset_file
+from a2rl.tasks._lib.judge import (
     ENV_BASE_URL,
     ENV_MODEL,
     JudgeClient,
@@ -65,7 +66,7 @@ from a2rl.tasks._judge import (
     judgement_key,
     sha256_text,
 )
-from a2rl.tasks._search import (
+from a2rl.tasks.deepsearchqa.search import (
     ENV_SEARCH_URL,
     WEB_FIX,
     BM25CorpusBackend,
@@ -78,7 +79,6 @@ from a2rl.tasks._search import (
     public_url,
     web_search_configured,
 )
-from a2rl.tasks._task import EvalOutcome, TaskParams
 
 HUB_REPO = "google/deepsearchqa"
 HUB_FILE = "DSQA-full.csv"
@@ -86,8 +86,8 @@ SPLIT_SEED = 20250101
 """Fixed: the hub split must be the same for every run, agent and baseline."""
 N_HELDOUT = 200
 N_TRAIN = 100
-OFFLINE_DIR = ("data", "deepsearchqa")
-PROMPT_FILE = "deepsearchqa_judge.txt"
+OFFLINE_DIR = ("data",)
+PROMPT_FILE = "judge.txt"
 MAX_STEPS = 8
 STOP = ("\nObservation:",)
 """Generation stops *after* the action, where the model would start inventing the observation."""
@@ -171,7 +171,7 @@ Question: {question}"""
 
 def judge_template() -> str:
     """The judge prompt, shipped as a package file so its hash identifies it."""
-    return resources.files("a2rl.tasks").joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
 
 
 def render_judge_prompt(template: str, *, question: str, answer_type: str, gold_answer: str,
@@ -395,6 +395,7 @@ class DeepSearchQATask(InteractiveTask):
     level = "L3"
     reward_kind = "judge"
     version = "1"
+    audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa")
     Params = DeepSearchQAParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
         generation=GenerationSettings(max_new_tokens=256, stop=STOP), max_steps=MAX_STEPS)
@@ -445,8 +446,9 @@ class DeepSearchQATask(InteractiveTask):
             kind = "web"
         else:
             raise SearchError("the hub source needs a search backend and none is configured",
-                              f"export {ENV_SEARCH_URL}=<JSON search API> (see a2rl.tasks._search), or "
-                              "give a local corpus: --task-opt corpus_path=/path/corpus.jsonl, or use the "
+                              f"export {ENV_SEARCH_URL}=<JSON search API> (see "
+                              "a2rl.tasks.deepsearchqa.search), or give a local corpus: "
+                              "--task-opt corpus_path=/path/corpus.jsonl, or use the "
                               "offline set: --task-opt source=offline")
         if kind == "corpus" and p.source == "hub" and not p.corpus_path:
             raise SearchError("the corpus backend needs a corpus for the hub source",
@@ -702,7 +704,7 @@ it runs: the string match when no judge is configured there).
 
 
 def _offline_text(name: str) -> str:
-    return resources.files("a2rl.tasks").joinpath(*OFFLINE_DIR, name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(*OFFLINE_DIR, name).read_text(encoding="utf-8")
 
 
 def hub_csv() -> Path:

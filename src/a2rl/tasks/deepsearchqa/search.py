@@ -272,7 +272,7 @@ class WebSearchBackend:
         self._http = httpx.Client(timeout=timeout_s, headers=headers)
         self._cache: Any = None
         if cache:
-            from a2rl.tasks._judge import JudgementCache  # the same private sqlite key-value store
+            from a2rl.tasks._lib.judge import JudgementCache  # the same private sqlite key-value store
 
             folder = cache_dir("search")
             folder.mkdir(parents=True, exist_ok=True)

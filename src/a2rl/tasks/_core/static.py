@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task
+from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task
 
 
 def distinct_questions(items: Iterable[dict[str, Any]], n: int,

@@ -10,7 +10,7 @@ happens.` to the old form, so copying those examples would teach a command that 
 These examples are therefore *recorded*: a scripted ReAct-style player (think the plan, list where
 the object is likely to be, check receptacles one by one, take it, use the appliance, move it)
 plays generated games through the engine, and every observation in the transcript is the
-engine's own text. `python -m a2rl.tasks._alfworld_fewshot` rewrites `prompts/alfworld_react.json`;
+engine's own text. `python -m a2rl.tasks.alfworld.fewshot` rewrites `prompts/react.json`;
 the tests replay each example on its game and require the same observations and a win.
 """
 
@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from a2rl.tasks._alfworld_games import (
+from a2rl.tasks.alfworld.games import (
     _OPENABLE,
     SHORT_TYPES,
     TASK_TYPES,
@@ -38,7 +38,7 @@ from a2rl.tasks._alfworld_games import (
     strip_banner,
 )
 
-PROMPT_FILE = "alfworld_react.json"
+PROMPT_FILE = "react.json"
 FEWSHOT_SEED = 20230310
 """Seed of the games the examples are recorded on (public; neither split uses it)."""
 MAX_EXAMPLE_STEPS = 20
@@ -287,7 +287,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         examples = build_examples(Path(tmp))
-    target = Path(str(resources.files("a2rl.tasks"))) / "prompts" / PROMPT_FILE
+    target = Path(str(resources.files(__package__))) / "prompts" / PROMPT_FILE
     data = {f"react_{SHORT_TYPES[e.task_type]}_{i % 2}": asdict(e) for i, e in enumerate(examples)}
     target.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {len(data)} examples to {target}", file=sys.stderr)

@@ -61,7 +61,7 @@ class ProgressCounter:
 
 
 class Task(ABC):
-    """A benchmark task. Subclass, set the class attributes, and register it in `_registry.py`."""
+    """A benchmark task. Subclass, set the class attributes, and register it in `BUILTIN_TASKS`."""
 
     name: ClassVar[str]
     level: ClassVar[Level]
@@ -69,6 +69,9 @@ class Task(ABC):
     version: ClassVar[str]
     """Bump when data, prompt or scoring change: it invalidates cached baselines."""
     Params: ClassVar[type[TaskParams]] = TaskParams
+    audit_patterns: ClassVar[tuple[str, ...]] = ()
+    """Regexes (one line of the agent's code each) that reveal use of privileged information of
+    this task (held-out answers, the environment's oracle); analysis reports a hit as critical."""
 
     def __init__(self, params: TaskParams | dict[str, Any] | None = None) -> None:
         self.params = params if isinstance(params, TaskParams) else self.Params(**(params or {}))

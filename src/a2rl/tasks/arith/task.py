@@ -19,8 +19,8 @@ from pydantic import Field
 
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._static import ItemVerdict, StaticTextTask, distinct_questions
-from a2rl.tasks._task import TaskParams
+from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
+from a2rl.tasks._core.task import TaskParams
 
 INSTRUCTION = "Respond with only the final answer."
 TRAIN_SEED = 1729  # public: the train split is visible anyway

@@ -1,4 +1,5 @@
-"""Task registry. Adding a task = one module + one line in BUILTIN_TASKS (or an entry point)."""
+"""Task registry. Adding a task = one package under `a2rl/tasks/` + one line in BUILTIN_TASKS (or an
+entry point in the `a2rl.tasks` group)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from a2rl._errors import A2RLError
 from a2rl._plugins import load, registered
-from a2rl.tasks._task import Task, TaskSpec
+from a2rl.tasks._core.task import Task, TaskSpec
 
 # name -> "module:Class". Imported lazily so `import a2rl` stays light.
 BUILTIN_TASKS: dict[str, str] = {

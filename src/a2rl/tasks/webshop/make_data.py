@@ -1,8 +1,8 @@
 """Generate the offline WebShop catalog and train goals shipped with a2rl (deterministic).
 
-    /work/venv/bin/python scripts/make_webshop_data.py [--out src/a2rl/tasks/data/webshop]
+    python -m a2rl.tasks.webshop.make_data [--out src/a2rl/tasks/webshop/data]
 
-Writes, in WebShop's own formats (see a2rl/tasks/_webshop_data.py):
+Writes, in WebShop's own formats (see catalog.py beside this module):
 items_shuffle.json (products), items_ins_v2.json (attributes), reviews.json and goals_train.json.
 30 product types in WebShop's five categories, 10 products each: products of one type share the
 query and category path and differ in brand, attributes, options and price, so an agent has to
@@ -19,7 +19,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from a2rl.tasks._webshop_data import (
+from a2rl.tasks.webshop.catalog import (
     ATTRIBUTES_FILE,
     DATA_DIR,
     PRODUCTS_FILE,

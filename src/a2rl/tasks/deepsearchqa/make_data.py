@@ -25,7 +25,7 @@ Everything is drawn from `random.Random(SEED)` (its algorithms are stable across
 versions), so the output is byte-identical on every run. `--check` regenerates in memory and
 fails if the shipped files differ (a test runs it).
 
-Usage: python scripts/make_deepsearchqa_offline.py [--check] [--out DIR]
+Usage: python -m a2rl.tasks.deepsearchqa.make_data [--check] [--out DIR]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ than one company (the `hq_companies` set questions need at least two)."""
 N_HELDOUT = 60
 """Held-out questions; every other question is train-visible."""
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "a2rl" / "tasks" / "data" / "deepsearchqa"
+OUT = Path(__file__).resolve().parent / "data"
 SINGLE, SET = "Single Answer", "Set Answer"
 
 _ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "tr", "st",
@@ -256,7 +256,7 @@ def generate() -> dict[str, str]:
         q["split"] = "heldout" if i < N_HELDOUT else "train"
     qs.sort(key=lambda q: (q["split"] != "train", str(q["template"]), str(q["question"])))
     rows = [{"id": f"offline-{'t' if q['split'] == 'train' else 'h'}{i:03d}", **q} for i, q in enumerate(qs)]
-    meta = {"seed": SEED, "generator": "scripts/make_deepsearchqa_offline.py", "n_documents": len(docs),
+    meta = {"seed": SEED, "generator": "a2rl.tasks.deepsearchqa.make_data", "n_documents": len(docs),
             "n_train": sum(r["split"] == "train" for r in rows),
             "n_heldout": sum(r["split"] == "heldout" for r in rows)}
 
@@ -279,7 +279,8 @@ def main() -> int:
         stale = [n for n, text in files.items()
                  if not (args.out / n).exists() or (args.out / n).read_text(encoding="utf-8") != text]
         if stale:
-            print(f"out of date: {', '.join(stale)} (run {Path(__file__).name})", file=sys.stderr)
+            print(f"out of date: {', '.join(stale)} (run python -m a2rl.tasks.deepsearchqa.make_data)",
+                  file=sys.stderr)
             return 1
         print("up to date")
         return 0

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from a2rl._errors import A2RLError
 from a2rl.envs import StepResult
-from a2rl.tasks._webshop_data import (
+from a2rl.tasks.webshop.catalog import (
     PRODUCT_WINDOW,
     Catalog,
     Goal,
@@ -42,7 +42,7 @@ from a2rl.tasks._webshop_data import (
     catalog_search,
     load_catalog,
 )
-from a2rl.tasks._webshop_reward import get_reward_info
+from a2rl.tasks.webshop.reward import get_reward_info
 
 SEP = " [SEP] "
 END_BUTTON = "Buy Now"
