@@ -112,6 +112,18 @@ def test_instructions_per_mode() -> None:
         render_instructions("yolo", budget_s=1, workspace=Path("/w"))
 
 
+def test_instructions_state_the_machine_and_non_blocking_submit(monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    from a2rl.workspace import _machine
+
+    monkeypatch.setattr(_machine, "_gpus", lambda: ["NVIDIA H200, 143771 MiB"])
+    text = render_instructions("free", budget_s=600, workspace=Path("/w"))
+    assert "- GPUs: 1 (NVIDIA H200, 143771 MiB)" in text and "- CPU cores: " in text
+    assert '"wait": false' in text and "$A2RL_GRADER_URL/submissions/<id>" in text
+    monkeypatch.setattr(_machine, "_gpus", lambda: [])
+    assert "GPUs: none" in render_instructions("free", budget_s=600, workspace=Path("/w"))
+
+
 def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
     from a2rl.inference._chat import load_tokenizer, render_chat
 
