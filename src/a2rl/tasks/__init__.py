@@ -25,6 +25,7 @@ from a2rl.tasks._core import (
     distinct_questions,
     get_task,
     list_tasks,
+    secret_field,
     task_class,
     task_from_spec,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "distinct_questions",
     "get_task",
     "list_tasks",
+    "secret_field",
     "task_class",
     "task_from_spec",
 ]

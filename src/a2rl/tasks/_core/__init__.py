@@ -18,6 +18,7 @@ from a2rl.tasks._core.task import (
     Task,
     TaskParams,
     TaskSpec,
+    secret_field,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "distinct_questions",
     "get_task",
     "list_tasks",
+    "secret_field",
     "task_class",
     "task_from_spec",
 ]

@@ -2,30 +2,50 @@
 
 from __future__ import annotations
 
+import inspect
+import string
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
+from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 
 Level = Literal["L1", "L2", "L3"]
 RewardKind = Literal["rule", "execution", "judge", "interactive"]
 
 
+def secret_field(default: Any = None, **kwargs: Any) -> Any:
+    """A task option that identifies the held-out set (a seed, a private file): the grader gets
+    it, the workspace never does. Declare it as `heldout_seed: int | None = secret_field()`; the
+    mark is on the field (and in the JSON schema as `"secret": true`), whatever its name."""
+    return Field(default, json_schema_extra={"secret": True}, **kwargs)
+
+
+def _is_secret(field: FieldInfo) -> bool:
+    extra = field.json_schema_extra
+    return isinstance(extra, dict) and extra.get("secret") is True
+
+
 class TaskParams(BaseModel):
-    """Per-task options. Subclasses add fields; all must be JSON-serialisable."""
+    """Per-task options. Subclasses add fields; all must be JSON-serialisable. Options that
+    identify the held-out set are declared with `secret_field()`."""
 
     model_config = ConfigDict(extra="forbid")
-    SECRET_FIELDS: ClassVar[frozenset[str]] = frozenset({"heldout_seed"})
-    """Options that identify the held-out set; never written into a workspace."""
+
+    @classmethod
+    def secret_fields(cls) -> frozenset[str]:
+        """Names of the options marked secret (never written into a workspace)."""
+        return frozenset(name for name, field in cls.model_fields.items() if _is_secret(field))
 
     def public(self) -> dict[str, Any]:
         """The options an agent may see (in data/task.json), secrets left out."""
-        return {k: v for k, v in self.model_dump(mode="json").items()
-                if k not in self.SECRET_FIELDS}
+        secret = self.secret_fields()
+        return {k: v for k, v in self.model_dump(mode="json").items() if k not in secret}
 
 
 class TaskSpec(BaseModel):
@@ -99,6 +119,26 @@ class Task(ABC):
     def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
                  on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
         """Score a checkpoint on the held-out items. Runs in a child process of the grader."""
+
+    def render_template(self, name: str = "description.md", /, **values: object) -> str:
+        """A text file beside the task's module (its `description.md`, by default) with `$key` /
+        `${key}` filled in from `values` (`$$` is a literal `$`; see string.Template). The text
+        lives in a file a reader can open, the numbers and examples come from the task."""
+        path = Path(inspect.getfile(type(self))).parent / name
+        try:
+            template = string.Template(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise A2RLError(f"task {self.name!r} has no template {path}: {exc.strerror}",
+                            f"create {name} beside {Path(inspect.getfile(type(self))).name}") from exc
+        try:
+            return template.substitute({k: str(v) for k, v in values.items()})
+        except KeyError as exc:
+            raise A2RLError(f"template {path} uses ${exc.args[0]}, which the task does not fill in",
+                            f"pass {exc.args[0]}=... to render_template, or write $$ for a "
+                            "literal $") from exc
+        except ValueError as exc:
+            raise A2RLError(f"template {path} has a malformed placeholder: {exc}",
+                            "write $name or ${name} for a value, $$ for a literal $") from exc
 
     def fingerprint(self) -> str:
         """Identity of the evaluation (task version + params + held-out items) for cache keys."""

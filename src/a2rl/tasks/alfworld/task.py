@@ -47,7 +47,7 @@ from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import EPISODES_FILE, InteractiveTask
-from a2rl.tasks._core.task import TaskParams
+from a2rl.tasks._core.task import TaskParams, secret_field
 from a2rl.tasks.alfworld.fewshot import PROMPT_FILE, transcript
 from a2rl.tasks.alfworld.games import (
     GEN_VERSION,
@@ -91,7 +91,7 @@ class ALFWorldParams(TaskParams):
     """Held-out games generated (source=generated); the paper evaluates 134 unseen games."""
     max_heldout: int | None = Field(None, ge=1)
     """Evaluate only the first N held-out episodes (quick checks, tests)."""
-    heldout_seed: int | None = None
+    heldout_seed: int | None = secret_field()
     """Seed of the generated held-out games; None = this installation's secret seed."""
     official_split: Literal["valid_unseen", "valid_seen"] = "valid_unseen"
     """Held-out split of the official data."""
@@ -428,50 +428,7 @@ comparable with published ALFWorld numbers (those use the official games)"""
             source = f"""the official ALFWorld game files (`alfworld-download`, played by
 {engine}); the held-out set is `{p.official_split}` ({n_eval} games), your train games come
 from `train`"""
-        return f"""# Task: alfworld (level L3, interactive reward)
-
-Make the model a better household agent in ALFWorld, a text game: it reads what it sees, then
-types commands until the task ("put a clean apple in fridge", "look at book under the desklamp")
-is done. Task types: put, look/examine in light, clean, heat, cool, put two.
-
-## Data you may use
-`data/episodes.jsonl`: {len(train)} train episodes, one JSON object per line: `id`, `split`
-(`train`) and `payload` with `game` (the game file, relative to `data/`), `task_type` and `goal`.
-`data/{GAMES_DIR}/`: the game files in ALFWorld's format (`game.tw-pddl`, `traj_data.json`), ready
-for alfworld's own loaders. The games are {source}.
-`a2rl rollout --task alfworld --model <dir>` plays your model on these episodes with exactly the
-evaluator's prompt, parser and step limit, and writes trajectories you can train on (the
-`messages` field is the full conversation in the evaluation format). The `alfworld` Python package
-is installed if you want to drive the engine yourself. Code that reads the engine's admissible
-commands, expert plans, planners or gold trajectories is reported by the run audit as use of
-privileged information.
-
-## How a submission is evaluated (exactly)
-- Each held-out game is one episode of at most {MAX_STEPS} model turns (thinking turns count).
-- The first user message is ReAct's prompt: an instruction, two solved example episodes of the
-  same task type (recorded on this engine), a line on the reply format, `Here is the task.`, and
-  the game's first observation. For your first train episode, rendered with the **base model's
-  chat template** (no system message is added), the model sees exactly:
-
-```
-{rendered}
-```
-
-- Each turn the model generates greedily, at most {g.max_new_tokens} new tokens; generation stops at
-  the first newline or the end-of-turn token. The first non-empty line is the action: a leading
-  `>` and an `act:`/`action:` label are dropped; `think: <text>` is a thought (the environment
-  answers `OK.` and nothing changes); anything else is a command, lower-cased, whitespace
-  collapsed, a trailing period dropped. An empty reply ends the episode (failure).
-- Commands the engine accepts (anything else gets `Nothing happens.`): `go to <receptacle>`,
-  `open <receptacle>`, `close <receptacle>`, `take <object> from <receptacle>`,
-  `move <object> to <receptacle>` (how objects are put in/on things: **`put <object> in/on
-  <receptacle>` is not a command in this engine**), `heat <object> with <microwave>`,
-  `cool <object> with <fridge>`, `clean <object> with <sinkbasin>`, `use <lamp>`,
-  `examine <something>`, `look`, `inventory`, `help`. Names are as the game prints them
-  (`apple 1`, `countertop 2`). The list of currently admissible commands is never shown.
-- The next user message is the engine's answer. The prompt keeps the first message and the last
-  {HISTORY_WINDOW} turns (older turns are replaced by `[… earlier steps omitted …]` and the observation
-  just before the kept turns).
-- The episode ends when the goal is reached (reward 1), after {MAX_STEPS} turns or on an empty reply
-  (reward 0). Score = 100 × successes / {n_eval} held-out episodes.
-"""
+        return self.render_template(n_train=len(train), games_dir=GAMES_DIR, source=source,
+                                    max_steps=MAX_STEPS, rendered=rendered,
+                                    max_new_tokens=g.max_new_tokens, history_window=HISTORY_WINDOW,
+                                    n_eval=n_eval)

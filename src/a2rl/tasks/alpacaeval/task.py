@@ -38,7 +38,8 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task, TaskParams
+from a2rl.tasks._core.static import StaticTextTask
+from a2rl.tasks._core.task import EvalOutcome, TaskParams
 from a2rl.tasks._lib.hub import hf_offline, hub_dataset_file
 from a2rl.tasks._lib.judge import (
     ENV_MODEL,
@@ -139,11 +140,12 @@ class AlpacaEvalParams(TaskParams):
     """Extra judge calls for an item whose reply is not exactly A, B or TIE; then it is a loss."""
 
 
-class AlpacaEvalTask(Task):
+class AlpacaEvalTask(StaticTextTask):
     name = "alpacaeval"
     level = "L2"
     reward_kind = "judge"
     version = "1"
+    scoring_units = 1  # one judge verdict per completion
     Params = AlpacaEvalParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=512)
     """Decoding belongs to the task: greedy, fixed budget, whatever the submission asks for."""
@@ -235,23 +237,12 @@ class AlpacaEvalTask(Task):
                                      backoff_s=p.judge_backoff_s, max_backoff_s=p.judge_max_backoff_s,
                                      max_tokens=p.judge_max_tokens)
 
-    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
-                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
-        from a2rl.inference import load_engine
+    def check_scoring(self) -> None:
+        self.judge_settings()  # fail before the (slow) generation if unconfigured
 
-        settings = self.judge_settings()  # fail before the (slow) generation if unconfigured
-        items = self.heldout_items()
-        engine = load_engine(model_dir, chat_template_from=chat_template_from)
-        prompts = [engine.apply_chat_template(self.messages(item)) for item in items]
-        total = 2 * len(items)  # generation, then judging
-        progress = ProgressCounter(total, on_progress)
-
-        try:
-            completions = engine.generate(prompts, self.generation, progress)
-        finally:
-            engine.close()
-        return self.judge_completions(items, prompts, completions, settings=settings,
-                                      on_progress=progress)
+    def score_batch(self, items: list[dict[str, Any]], prompts: list[str], samples: list[list[str]],
+                    *, on_progress: Callable[[int], None] | None = None) -> EvalOutcome:
+        return self.judge_completions(items, prompts, samples[0], on_progress=on_progress)
 
     def judge_completions(self, items: list[dict[str, Any]], prompts: list[str], completions: list[str],
                           *, settings: JudgeSettings | None = None,

@@ -40,7 +40,7 @@ from a2rl._errors import A2RLError
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
-from a2rl.tasks._core.task import EvalOutcome, TaskParams
+from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 
 HUB_DATASET = ("openai/gsm8k", "main")
 OFFLINE_GENERATOR = "gsm_symbolic"
@@ -72,7 +72,7 @@ class GSM8KParams(TaskParams):
     n_heldout: int | None = Field(None, ge=1)
     """Held-out items. hub: None = the whole test split (else its first n rows); offline:
     None = 200."""
-    heldout_seed: int | None = None
+    heldout_seed: int | None = secret_field()
     """offline only: seed of the held-out set; None = this installation's secret seed."""
 
 
@@ -278,10 +278,9 @@ class GSM8KTask(StaticTextTask):
         return ItemVerdict(score=float(ok[self.params.scored_metric]), extracted=scored or "",
                            metrics={k: float(v) for k, v in ok.items()})
 
-    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
-                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
-        outcome = super().evaluate(model_dir, chat_template_from=chat_template_from,
-                                   on_progress=on_progress)
+    def score_batch(self, items: list[dict[str, Any]], prompts: list[str], samples: list[list[str]],
+                    *, on_progress: Callable[[int], None] | None = None) -> EvalOutcome:
+        outcome = super().score_batch(items, prompts, samples, on_progress=on_progress)
         outcome.metrics["scored_metric_is_strict"] = float(self.params.scored_metric == "strict")
         return outcome
 

@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,7 +33,8 @@ from pydantic import Field, model_validator
 
 from a2rl.inference import GenerationSettings
 from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits, ExecResult
-from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task, TaskParams
+from a2rl.tasks._core.static import StaticTextTask
+from a2rl.tasks._core.task import EvalOutcome, TaskParams
 
 N_PROBLEMS = 164
 FIRST_HELDOUT = 82
@@ -170,11 +171,12 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-class HumanEvalTask(Task):
+class HumanEvalTask(StaticTextTask):
     name = "humaneval"
     level = "L1"
     reward_kind = "execution"
     version = "1"
+    scoring_units = 1  # one executed program per completion
     audit_patterns = (r"\bcanonical_solution\b.*HumanEval/(8[2-9]|9\d|1[0-6]\d)",)
     Params = HumanEvalParams
     # Decoding belongs to the task: greedy, 512 new tokens. With n_samples > 1 the temperature
@@ -214,38 +216,33 @@ class HumanEvalTask(Task):
         return [dataclasses.replace(self.generation, temperature=p.temperature, seed=p.seed + j)
                 for j in range(p.n_samples)]
 
-    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
-                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
-        from a2rl.inference import load_engine
+    def assistant_prefix(self, item: dict[str, Any]) -> str:
+        return response_prefix(item)
 
+    @cached_property
+    def executor(self) -> CodeExecutor:
+        return CodeExecutor(self.exec_limits)
+
+    def check_scoring(self) -> None:
+        self.executor  # noqa: B018 -- before loading the model: fail or warn early
+
+    def score_batch(self, items: list[dict[str, Any]], prompts: list[str],
+                    samples: list[list[str]], *,
+                    on_progress: Callable[[int], None] | None = None) -> EvalOutcome:
         p = self.params
-        items = self.heldout_items()
-        settings = self.sample_settings()
-        executor = CodeExecutor(self.exec_limits)  # before loading the model: fail or warn early
-        engine = load_engine(model_dir, chat_template_from=chat_template_from)
-        prompts = [engine.apply_chat_template(self.messages(item)) + response_prefix(item)
-                   for item in items]
-        # Progress counts generations, then executions: 2 units per (problem, sample).
-        total = 2 * len(items) * len(settings)
-        progress = ProgressCounter(total, on_progress)
-
-        completions: list[list[str]] = []  # [sample][problem]
-        for setting in settings:
-            completions.append(engine.generate(prompts, setting, progress))
-        engine.close()
+        completions = samples  # [sample][problem]
+        n = len(samples)
         codes = [[extract_code(c, item["entry_point"]) for c, item in zip(row, items, strict=True)]
                  for row in completions]
         programs = [build_program(item, codes[j][i])
-                    for i, item in enumerate(items) for j in range(len(settings))]
-        flat = executor.run_many(programs, on_done=progress)
-        results: list[list[ExecResult]] = [flat[i * len(settings):(i + 1) * len(settings)]
-                                           for i in range(len(items))]
+                    for i, item in enumerate(items) for j in range(n)]
+        flat = self.executor.run_many(programs, on_done=on_progress)
+        results: list[list[ExecResult]] = [flat[i * n:(i + 1) * n] for i in range(len(items))]
         details: list[dict[str, Any]] = []
         scores: list[float] = []
         pass1: list[float] = []
         timeouts = 0
         for i, item in enumerate(items):
-            n = len(settings)
             c = sum(r.passed for r in results[i])
             timeouts += sum(r.status == "timeout" for r in results[i])
             scores.append(pass_at_k(n, c, p.k))
@@ -263,8 +260,8 @@ class HumanEvalTask(Task):
             f"pass@{p.k}": round(100.0 * sum(scores) / m, 4),
             "pass@1": round(100.0 * sum(pass1) / m, 4),
             "timeout_rate": round(100.0 * timeouts / max(1, len(flat)), 4),
-            "sandboxed": 1.0 if executor.sandboxed else 0.0,
-            "process_filter": 1.0 if executor.fork_blocked else 0.0,
+            "sandboxed": 1.0 if self.executor.sandboxed else 0.0,
+            "process_filter": 1.0 if self.executor.fork_blocked else 0.0,
         }
         return EvalOutcome(score=round(100.0 * sum(scores) / m, 4), n_items=len(items),
                            metrics=metrics, details=details)

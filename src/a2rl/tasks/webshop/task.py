@@ -35,7 +35,7 @@ from a2rl.envs import Env, Episode, RolloutConfig, Trajectory, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import ProgressFn
 from a2rl.tasks._core.interactive import InteractiveTask
-from a2rl.tasks._core.task import TaskParams
+from a2rl.tasks._core.task import TaskParams, secret_field
 from a2rl.tasks.webshop.catalog import (
     PRODUCT_WINDOW,
     SEARCH_RETURN_N,
@@ -75,7 +75,7 @@ class WebShopParams(TaskParams):
     """Held-out goals (the evaluation set)."""
     max_heldout: int | None = Field(None, ge=1)
     """Evaluate only the first N held-out goals (quick checks); None = all."""
-    heldout_seed: int | None = None
+    heldout_seed: int | None = secret_field()
     """Seed of the held-out selection; None = this installation's secret seed."""
     n_train: int | None = Field(None, ge=1)
     """Train-visible episodes written to data/episodes.jsonl; None = all."""
