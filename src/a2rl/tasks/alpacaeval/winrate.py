@@ -125,7 +125,9 @@ def length_controlled_winrate(rows: Sequence[dict[str, Any]], lc_file: Path) -> 
                 raise FileNotFoundError(f"alpaca_eval asked for {filename!r}; only {LC_FILE} is provided")
             return str(lc_file)
 
-        frame = annotations_frame(rows)
+        # In AlpacaEval's order: the GLM's cross-validation folds follow the row order, and
+        # alpaca_eval holds annotations in the evaluation set's order.
+        frame = annotations_frame(sorted(rows, key=lambda r: int(r["index"])))
         with _patched(glm_winrate, "hf_hub_download", local_only):
             out = glm_winrate.get_length_controlled_winrate(
                 frame, save_weights_dir=None, is_add_glm_preference_inplace=False)
