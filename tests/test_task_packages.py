@@ -40,7 +40,7 @@ def test_task_author_api_is_exported() -> None:
 
 
 @pytest.mark.parametrize(("package", "resource"), [
-    ("a2rl.tasks.alpacaeval", ("data", "offline.json")),
+    ("a2rl.tasks.alpacaeval", ("data", "offline_heldout.json")),
     ("a2rl.tasks.alpacaeval", ("prompts", "judge.txt")),
     ("a2rl.tasks.deepsearchqa", ("data", "questions.jsonl")),
     ("a2rl.tasks.deepsearchqa", ("prompts", "judge.txt")),

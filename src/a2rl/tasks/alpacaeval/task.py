@@ -1,16 +1,26 @@
 """`alpacaeval` (L2, LLM-judge reward): open-ended instruction following, AlpacaEval 2.0 style.
 
 The model answers each held-out instruction; an LLM judge compares its answer with a reference
-answer (pairwise, order randomised per item); the score is the win rate against the reference,
-length-controlled (AlpacaEval 2.0's LC, via the `alpaca_eval` package) when its data is at hand.
+answer (pairwise, order randomised per item); the score is `alpaca_eval`'s win rate against the
+reference, length-controlled (AlpacaEval 2.0's LC, via the `alpaca_eval` package's own GLM) when
+its data is at hand. The metrics follow alpaca_eval exactly (`winrate.py`, checked against the
+package by tests/test_reference_alpacaeval.py): outputs identical to the reference are a tie
+without asking the judge, and an item whose judge reply never parses has no preference and is
+left out of the win rate (its count is reported as `judge_unparseable`).
+
+The judge itself is a2rl's (a pairwise A/B/TIE prompt on any OpenAI-compatible endpoint), not
+alpaca_eval's GPT-4 Turbo annotator (`weighted_alpaca_eval_gpt4_turbo`, which needs token
+log-probabilities): scores use AlpacaEval's metrics on a2rl's judge and say so.
 
 Sources:
 - `hub` (default): the 805 AlpacaEval instructions with GPT-4 Turbo reference outputs
   (`tatsu-lab/alpaca_eval`, `alpaca_eval_gpt4_baseline.json`, fetched with hf_hub_download: the
   dataset's loading script is refused by datasets >= 4) held out; the first `n_train` rows of
   `tatsu-lab/alpaca` train-visible, minus rows whose instruction is an evaluation instruction.
-- `offline`: a small hand-written set shipped in `tasks/alpacaeval/data/offline.json`, for tests
-  and demos without the Hub. Its scores are not comparable to AlpacaEval's.
+- `offline`: a small hand-written set for tests and demos without the Hub: train rows in
+  `data/offline_train.json`, held-out instructions with references in `data/offline_heldout.json`
+  (hidden inside the agent's sandbox: `sandbox_masked_paths`). The two were written
+  independently (no held-out item is a gap in the train set). Not comparable to AlpacaEval.
 
 The judge is any OpenAI-compatible endpoint configured by the operator (see `a2rl.tasks._lib.judge`).
 """
@@ -21,11 +31,10 @@ import contextlib
 import hashlib
 import json
 import math
-import numbers
 import random
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import cached_property
 from importlib import resources
@@ -51,19 +60,28 @@ from a2rl.tasks._lib.judge import (
     judge_strict,
     judgement_key,
 )
+from a2rl.tasks.alpacaeval.winrate import (
+    ALPACA_EVAL_VERSION,
+    LC_FILE,
+    REFERENCE,
+    TIE,
+    length_controlled_winrate,
+    preference,
+    win_rate,
+)
 
 EVAL_REPO = "tatsu-lab/alpaca_eval"
 EVAL_FILE = "alpaca_eval_gpt4_baseline.json"
-LC_FILE = "df_gamed.csv"
-"""What alpaca_eval's length-controlled win rate downloads from EVAL_REPO: annotations of two
-length-gamed baselines plus each AlpacaEval instruction's fitted difficulty (GLM features)."""
+# LC_FILE (winrate.py): what alpaca_eval's length-controlled win rate downloads from EVAL_REPO,
+# annotations of two length-gamed baselines plus each instruction's fitted difficulty.
 TRAIN_REPO = "tatsu-lab/alpaca"
 TRAIN_FILE = "data/train-00000-of-00001-a09b74b3ef9c3b56.parquet"
-OFFLINE_FILE = "offline.json"
+OFFLINE_TRAIN_FILE = "offline_train.json"
+OFFLINE_HELDOUT_FILE = "offline_heldout.json"
 PROMPT_FILE = "judge.txt"
 PROMPT_RESOURCE = f"prompts/{PROMPT_FILE}"
-SUBMISSION_NAME = "submission"
-"""`generator_2` in the annotations handed to alpaca_eval (the model being scored)."""
+JUDGE_PROTOCOL = "a2rl pairwise A/B/TIE judge (prompts/judge.txt)"
+"""Named in every record: the judge is a2rl's, the metrics are alpaca_eval's."""
 
 Verdict = Literal["A", "B", "TIE"]
 _VERDICTS: frozenset[str] = frozenset({"A", "B", "TIE"})
@@ -99,13 +117,11 @@ def model_is_a(seed: int, item_id: str) -> bool:
     return random.Random(f"alpacaeval:{seed}:{item_id}").random() < 0.5
 
 
-def win_value(verdict: Verdict | None, model_first: bool) -> float:
-    """1 = the model's output won, 0.5 = TIE, 0 = lost (or the verdict was unparseable)."""
-    if verdict is None:
-        return 0.0
-    if verdict == "TIE":
-        return 0.5
-    return 1.0 if (verdict == "A") == model_first else 0.0
+def win_value(verdict: Verdict | None, model_first: bool) -> float | None:
+    """1 = the model's output won, 0.5 = TIE, 0 = lost; None when the verdict was unparseable
+    (alpaca_eval leaves such an item out of the win rate)."""
+    p = preference(verdict, model_first=model_first)
+    return None if math.isnan(p) else p - 1.0
 
 
 def user_message(instruction: str, input_text: str = "") -> str:
@@ -137,14 +153,18 @@ class AlpacaEvalParams(TaskParams):
     judge_concurrency: int = Field(8, ge=1)
     """Judge requests in flight at once."""
     parse_retries: int = Field(2, ge=0)
-    """Extra judge calls for an item whose reply is not exactly A, B or TIE; then it is a loss."""
+    """Extra judge calls for an item whose reply is not exactly A, B or TIE; then the item has no
+    preference and is left out of the win rate, as alpaca_eval does (counted in
+    `judge_unparseable`)."""
 
 
 class AlpacaEvalTask(StaticTextTask):
     name = "alpacaeval"
     level = "L2"
     reward_kind = "judge"
-    version = "1"
+    version = "2"
+    """2: alpaca_eval's treatment of unparseable verdicts (left out, not lost) and of outputs
+    identical to the reference (a tie without the judge); unrounded metrics."""
     scoring_units = 1  # one judge verdict per completion
     Params = AlpacaEvalParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=512)
@@ -153,11 +173,18 @@ class AlpacaEvalTask(StaticTextTask):
 
     # ---- data ---------------------------------------------------------------------------------
 
+    @classmethod
+    def sandbox_masked_paths(cls) -> list[Path]:
+        """Package data the agent's sandbox must hide: the offline held-out instructions and
+        their references (the sandbox mounts the Python environment, a2rl's data included)."""
+        return [_data_path(OFFLINE_HELDOUT_FILE)]
+
     @cached_property
     def _offline(self) -> dict[str, Any]:
-        text = resources.files(__package__).joinpath("data", OFFLINE_FILE).read_text(encoding="utf-8")
-        data: dict[str, Any] = json.loads(text)
-        return data
+        train = json.loads(_data_path(OFFLINE_TRAIN_FILE).read_text(encoding="utf-8"))
+        heldout = json.loads(_data_path(OFFLINE_HELDOUT_FILE).read_text(encoding="utf-8"))
+        return {"train": train["train"], "heldout": heldout["heldout"],
+                "reference_generator": heldout["reference_generator"]}
 
     @cached_property
     def _all_heldout(self) -> list[dict[str, Any]]:
@@ -260,6 +287,18 @@ class AlpacaEvalTask(StaticTextTask):
             item, completion = items[i], completions[i]
             first = model_is_a(self.params.seed, item["id"])
             out_a, out_b = (completion, item["reference"]) if first else (item["reference"], completion)
+            row = {"kind": "item", "id": item["id"], "index": item["index"],
+                   "instruction": item["instruction"], "prompt": prompts[i], "completion": completion,
+                   "reference": item["reference"], "reference_generator": item["reference_generator"],
+                   "response_a": "model" if first else "reference",
+                   "response_b": "reference" if first else "model",
+                   "judge_model": settings.model, "judge_prompt_file": PROMPT_FILE,
+                   "judge_prompt_sha256": template_sha}
+            if completion == item["reference"]:
+                # alpaca_eval (PairwiseAnnotatorLocal._preprocess): exactly equal outputs are a
+                # tie, preference 1.5, and never reach the judge.
+                return {**row, "verdict": "identical", "preference": TIE, "win": 0.5,
+                        "judge_replies": [], "cached": False}
             text = render_judge_prompt(template, instruction=item["instruction"],
                                        output_a=out_a, output_b=out_b)
             key = judgement_key(template_sha256=template_sha, model=settings.model,
@@ -267,14 +306,10 @@ class AlpacaEvalTask(StaticTextTask):
             j = judge_strict(client, cache, key=key, messages=[{"role": "user", "content": text}],
                              parse=parse_verdict, parse_retries=self.params.parse_retries)
             verdict: Verdict | None = j.verdict  # type: ignore[assignment]
-            return {"kind": "item", "id": item["id"], "index": item["index"],
-                    "instruction": item["instruction"], "prompt": prompts[i], "completion": completion,
-                    "reference": item["reference"], "reference_generator": item["reference_generator"],
-                    "response_a": "model" if first else "reference",
-                    "response_b": "reference" if first else "model",
-                    "verdict": verdict or "unparseable", "judge_replies": j.replies, "cached": j.cached,
-                    "win": win_value(verdict, first), "judge_model": settings.model,
-                    "judge_prompt_file": PROMPT_FILE, "judge_prompt_sha256": template_sha}
+            pref = preference(verdict, model_first=first)
+            return {**row, "verdict": verdict or "unparseable",
+                    "preference": None if math.isnan(pref) else pref,
+                    "win": win_value(verdict, first), "judge_replies": j.replies, "cached": j.cached}
 
         rows: list[dict[str, Any] | None] = [None] * len(items)
         pool = ThreadPoolExecutor(max_workers=self.params.judge_concurrency,
@@ -295,18 +330,22 @@ class AlpacaEvalTask(StaticTextTask):
     def _aggregate(self, rows: list[dict[str, Any]], settings: JudgeSettings, template: str,
                    template_sha: str, stats: JudgeStats) -> EvalOutcome:
         n = len(rows)
-        wins = [float(r["win"]) for r in rows]
-        win_rate = 100.0 * sum(wins) / n if n else 0.0
-        lc = self._length_controlled(rows)
+        wr = win_rate([r["preference"] for r in rows])
+        raw_wr = wr["win_rate"]
+        no_verdicts = math.isnan(raw_wr)  # every judge reply unparseable: alpaca_eval gives NaN
+        lc: dict[str, Any] = self._length_controlled(rows) if not no_verdicts else {
+            "note": "LC not computed: no item has a judge verdict"}
         lc_rate = lc.get("length_controlled_winrate")
-        score = lc_rate if lc_rate is not None else win_rate
+        score = lc_rate if lc_rate is not None else (0.0 if no_verdicts else raw_wr)
+        metric = (f"{REFERENCE} length_controlled_winrate (glm length_controlled_v1)" if lc_rate is not None
+                  else f"{REFERENCE} win_rate (get_winrate)")
         metrics: dict[str, float] = {
-            "win_rate": round(win_rate, 4),
+            "win_rate": 0.0 if no_verdicts else raw_wr,
             "lc_available": 1.0 if lc_rate is not None else 0.0,
             "score_is_lc": 1.0 if lc_rate is not None else 0.0,
-            "n_wins": float(sum(1 for w in wins if w == 1.0)),
-            "n_ties": float(sum(1 for w in wins if w == 0.5)),
-            "n_losses": float(sum(1 for w in wins if w == 0.0)),
+            "n_wins": wr["n_wins"], "n_ties": wr["n_draws"], "n_losses": wr["n_wins_base"],
+            "n_scored": wr["n_total"],
+            "n_identical": float(sum(1 for r in rows if r["verdict"] == "identical")),
             "judge_calls": float(stats.requests),
             "judge_cache_hits": float(stats.cache_hits),
             "judge_unparseable": float(sum(1 for r in rows if r["verdict"] == "unparseable")),
@@ -315,22 +354,30 @@ class AlpacaEvalTask(StaticTextTask):
             "avg_output_chars": round(sum(len(r["completion"]) for r in rows) / max(1, n), 2),
             "avg_reference_chars": round(sum(len(r["reference"]) for r in rows) / max(1, n), 2),
         }
+        if not math.isnan(wr["standard_error"]):
+            metrics["win_rate_standard_error"] = wr["standard_error"]
         if lc_rate is not None:
-            metrics["lc_win_rate"] = round(lc_rate, 4)
-            if lc.get("lc_standard_error") is not None:
-                metrics["lc_standard_error"] = round(float(lc["lc_standard_error"]), 4)
+            metrics["lc_win_rate"] = lc_rate
+            if lc.get("lc_standard_error") is not None and math.isfinite(lc["lc_standard_error"]):
+                metrics["lc_standard_error"] = float(lc["lc_standard_error"])
         summary = {
             "kind": "summary", "task": self.name, "version": self.version, "source": self.params.source,
             "n_items": n, "seed": self.params.seed,
-            "score_metric": "length_controlled_winrate" if lc_rate is not None else "win_rate",
-            "score": round(score, 4), "win_rate": round(win_rate, 4),
+            "score_metric": metric, "metric_reference": REFERENCE, "judge_protocol": JUDGE_PROTOCOL,
+            "score": score, "win_rate": metrics["win_rate"],
+            "n_scored": int(wr["n_total"]), "judge_unparseable": int(metrics["judge_unparseable"]),
+            "unparseable_rule": "left out of the win rate (alpaca_eval drops items without a preference); "
+                                "the LC GLM is fitted without them and averages over every item",
             "lc_available": lc_rate is not None, "lc_note": lc["note"], "lc_file": lc.get("file"),
             "lc_file_sha256": lc.get("file_sha256"), "alpaca_eval_version": lc.get("alpaca_eval_version"),
             "judge_model": settings.model, "judge_base_url": _public_url(settings.base_url),
             "judge_prompt_file": PROMPT_FILE, "judge_prompt_sha256": template_sha, "judge_prompt": template,
             "parse_retries": self.params.parse_retries, "max_new_tokens": self.generation.max_new_tokens,
         }
-        return EvalOutcome(score=round(score, 4), n_items=n, metrics=metrics, details=[summary, *rows])
+        if no_verdicts:
+            summary["score_note"] = ("no judge reply parsed: alpaca_eval's win rate is undefined (NaN); "
+                                     "scored 0")
+        return EvalOutcome(score=score, n_items=n, metrics=metrics, details=[summary, *rows])
 
     def _length_controlled(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """AlpacaEval 2.0's LC win rate via alpaca_eval's own GLM code, or a note saying why not.
@@ -419,17 +466,21 @@ training data yourself.
 - Judging: the judge ({judge_text}, any OpenAI-compatible endpoint, temperature 0) sees the
   instruction, your model's answer and the reference answer, labelled Response A and Response B.
   Which answer is A is decided per item by a seeded coin flip (recorded), so position bias
-  cancels out. The judge prompt (`{PROMPT_FILE}`, sha256 `{judge_template_sha256()}`) is exactly:
+  cancels out. This is a2rl's judge prompt, not alpaca_eval's GPT-4 Turbo annotator. The judge
+  prompt (`{PROMPT_FILE}`, sha256 `{judge_template_sha256()}`) is exactly:
 
 ```
 {template.rstrip()}
 ```
 
+- An answer exactly equal to the reference is a tie (0.5) without asking the judge, as
+  alpaca_eval does.
 - The judge's reply must be exactly `A`, `B` or `TIE` (case, surrounding whitespace and
   punctuation are ignored; anything else, e.g. `Response A`, is not accepted). An unparseable
-  reply is asked again up to {p.parse_retries} more times, then the item counts as a loss.
-- Per item: your answer wins = 1, TIE = 0.5, loses = 0. Win rate = 100 × mean over the
-  {n_eval} items.
+  reply is asked again up to {p.parse_retries} more times; an item that never gets a verdict has no
+  preference and is left out of the win rate (alpaca_eval's rule; the record counts them).
+- Per item: your answer wins = 1, TIE = 0.5, loses = 0. Win rate = 100 × mean over the items
+  with a verdict (alpaca_eval {ALPACA_EVAL_VERSION}'s `get_winrate`).
 - Score (0–100): the **length-controlled (LC) win rate** when available, else the raw win rate.
   LC is AlpacaEval 2.0's metric, computed with the `alpaca_eval` package's own GLM: the win rate
   predicted for an answer of the same length as the reference, so padding answers does not pay.
@@ -439,6 +490,11 @@ training data yourself.
 
 
 # ---- Hub access and LC ----------------------------------------------------------------------
+
+
+def _data_path(name: str) -> Path:
+    """A package data file as a filesystem path (the sandbox masks files by path)."""
+    return Path(str(resources.files(__package__).joinpath("data", name)))
 
 
 def _norm(text: str) -> str:
@@ -468,55 +524,6 @@ def _lc_ready() -> bool:
     import importlib.util
 
     return lc_reference_file() is not None and importlib.util.find_spec("alpaca_eval") is not None
-
-
-@contextlib.contextmanager
-def _patched(obj: Any, name: str, value: Any) -> Iterator[None]:
-    old = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, old)
-
-
-def length_controlled_winrate(rows: list[dict[str, Any]], lc_file: Path) -> dict[str, Any]:
-    """Run alpaca_eval's `get_length_controlled_winrate` on our per-item verdicts.
-
-    Annotations in alpaca_eval's convention: output_1 = reference (generator_1), output_2 = the
-    model (generator_2), preference 1 = reference wins, 2 = model wins, 1.5 = tie; the frame's
-    index is the AlpacaEval instruction position, which the GLM uses to look up each
-    instruction's difficulty. alpaca_eval fetches `df_gamed.csv` itself (with network retries);
-    it is pointed at the exact cached file we checked and hashed instead.
-    """
-    import warnings
-    from importlib.metadata import version
-
-    import pandas as pd
-
-    with warnings.catch_warnings():
-        # alpaca_eval imports pkg_resources and calls sklearn APIs that warn about deprecations.
-        warnings.simplefilter("ignore", UserWarning)
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from alpaca_eval.metrics import glm_winrate
-
-        def local_only(*args: Any, filename: str = "", **kwargs: Any) -> str:
-            if filename != LC_FILE:
-                raise FileNotFoundError(f"alpaca_eval asked for {filename!r}; only {LC_FILE} is provided")
-            return str(lc_file)
-
-        frame = pd.DataFrame.from_records(
-            [{"instruction": r["instruction"], "output_1": r["reference"], "output_2": r["completion"],
-              "generator_1": r["reference_generator"] or "reference", "generator_2": SUBMISSION_NAME,
-              "preference": 1.0 + float(r["win"]), "annotator": "a2rl"} for r in rows],
-            index=pd.Index([int(r["index"]) for r in rows]))
-        with _patched(glm_winrate, "hf_hub_download", local_only):
-            out = glm_winrate.get_length_controlled_winrate(
-                frame, save_weights_dir=None, is_add_glm_preference_inplace=False)
-    result: dict[str, Any] = {k: float(v) for k, v in out.items() if isinstance(v, numbers.Real)}
-    result["alpaca_eval_version"] = version("alpaca_eval")
-    return result
 
 
 def _public_url(url: str) -> str:

@@ -21,9 +21,17 @@ Question templates (answer type; hops):
 - products_of_native  (Set; town -> the person born there -> the company they founded -> products)
 - hq_companies        (Set; every company headquartered in a town: one document per item)
 
-Everything is drawn from `random.Random(SEED)` (its algorithms are stable across Python 3
-versions), so the output is byte-identical on every run. `--check` regenerates in memory and
-fails if the shipped files differ (a test runs it).
+Two worlds, drawn independently:
+- the train world (shipped in `data/`): everything drawn from `random.Random(SEED)` (its
+  algorithms are stable across Python 3 versions), so the files are byte-identical on every
+  run; all of its questions are train-visible. `--check` regenerates it in memory and fails if
+  the shipped files differ (a test runs it).
+- the held-out world (`heldout_world(seed)`): a second world of the same shape from the
+  installation's secret seed, never written into the package. Its names are coined apart
+  from the train world's (no held-out name equals or contains a train name), its documents are
+  searched only when held-out episodes are evaluated, and its questions are a seeded sample of
+  N_HELDOUT. Nothing about it can be read or inferred from the train world: it is not the
+  complement of the train questions, and without the seed the names are unknown.
 
 Usage: python -m a2rl.tasks.deepsearchqa.make_data [--check] [--out DIR]
 """
@@ -39,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SEED = 20251
-"""Seeds the whole world, the questions and the train/held-out split."""
+"""Seeds the train world (the shipped corpus and its questions)."""
 N_TOWNS = 36
 N_PEOPLE = 36
 """One person born in each town (so "the person born in X" is unique)."""
@@ -50,7 +58,7 @@ N_HQ_TOWNS = 14
 """Companies are headquartered in the first N_HQ_TOWNS towns only, so several towns host more
 than one company (the `hq_companies` set questions need at least two)."""
 N_HELDOUT = 60
-"""Held-out questions; every other question is train-visible."""
+"""Held-out questions, sampled from the held-out world's questions."""
 
 OUT = Path(__file__).resolve().parent / "data"
 SINGLE, SET = "Single Answer", "Set Answer"
@@ -79,9 +87,11 @@ class Names:
     """Coined, unique words. No word is a substring of another, so a name found in a document
     (or in an answer) is never a fragment of some other entity's name."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, reserved: Sequence[str] = ()) -> None:
         self.rng = rng
         self.used: list[str] = []
+        self._reserved = [r.lower() for r in reserved]
+        """Words of another world this one must not reuse or overlap."""
 
     def word(self, min_syl: int = 2, max_syl: int = 3) -> str:
         for _ in range(10_000):
@@ -92,7 +102,8 @@ class Names:
             if not 5 <= len(w) <= 10:
                 continue
             low = w.lower()
-            if any(low in u.lower() or u.lower() in low for u in self.used):
+            if any(low in u.lower() or u.lower() in low for u in self.used) or \
+                    any(low in r or r in low for r in self._reserved):
                 continue
             self.used.append(w)
             return w
@@ -135,8 +146,9 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
 
 
-def build_world(rng: random.Random) -> tuple[list[Town], list[Person], list[Company], dict[str, list[str]]]:
-    names = Names(rng)
+def build_world(rng: random.Random, names: Names | None = None
+                ) -> tuple[list[Town], list[Person], list[Company], dict[str, list[str]]]:
+    names = names or Names(rng)
     regions = [names.word(2, 2) for _ in range(_REGIONS_N)]
     rivers = [f"{names.word(2, 3)} River" for _ in range(N_RIVERS)]
     towns = []
@@ -245,28 +257,46 @@ def questions(towns: list[Town], people: list[Person], companies: list[Company],
     return out
 
 
-def generate() -> dict[str, str]:
-    """File name -> exact file content."""
-    rng = random.Random(SEED)
-    towns, people, companies, river_towns = build_world(rng)
+def _jsonl(items: Sequence[Mapping[str, object]]) -> str:
+    return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in items)
+
+
+def _world(seed: int, reserved: Sequence[str] = ()
+           ) -> tuple[list[dict[str, str]], list[dict[str, object]], Names]:
+    """(documents sorted by id, questions, the names coined) of the world of one seed."""
+    rng = random.Random(seed)
+    names = Names(rng, reserved)
+    towns, people, companies, river_towns = build_world(rng, names)
     docs, ids = documents(rng, towns, people, companies, river_towns)
     qs = questions(towns, people, companies, ids)
     rng.shuffle(qs)
-    for i, q in enumerate(qs):
-        q["split"] = "heldout" if i < N_HELDOUT else "train"
-    qs.sort(key=lambda q: (q["split"] != "train", str(q["template"]), str(q["question"])))
-    rows = [{"id": f"offline-{'t' if q['split'] == 'train' else 'h'}{i:03d}", **q} for i, q in enumerate(qs)]
+    return sorted(docs, key=lambda d: d["id"]), qs, names
+
+
+def generate() -> dict[str, str]:
+    """The shipped train world: file name -> exact file content."""
+    docs, qs, _names = _world(SEED)
+    qs.sort(key=lambda q: (str(q["template"]), str(q["question"])))
+    rows = [{"id": f"offline-t{i:03d}", **q, "split": "train"} for i, q in enumerate(qs)]
     meta = {"seed": SEED, "generator": "a2rl.tasks.deepsearchqa.make_data", "n_documents": len(docs),
-            "n_train": sum(r["split"] == "train" for r in rows),
-            "n_heldout": sum(r["split"] == "heldout" for r in rows)}
-
-    def jsonl(items: Sequence[Mapping[str, object]]) -> str:
-        return "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in items)
-
-    corpus = sorted(docs, key=lambda d: d["id"])
-    return {"corpus.jsonl": jsonl(corpus),
-            "questions.jsonl": jsonl(rows),
+            "n_train": len(rows), "heldout": f"{N_HELDOUT} questions of a separate world generated "
+                                             "from the installation's secret seed (heldout_world)"}
+    return {"corpus.jsonl": _jsonl(docs),
+            "questions.jsonl": _jsonl(rows),
             "meta.json": json.dumps(meta, indent=2, sort_keys=True) + "\n"}
+
+
+def heldout_world(seed: int) -> tuple[list[dict[str, str]], list[dict[str, object]]]:
+    """(documents, held-out questions) of the held-out world of `seed` (the installation's
+    secret seed), generated in memory where held-out episodes are evaluated."""
+    if seed == SEED:
+        raise ValueError(f"the held-out seed must differ from the train world's seed {SEED}")
+    _docs, _qs, train_names = _world(SEED)
+    docs, qs, _names = _world(seed, reserved=train_names.used)
+    rng = random.Random(f"heldout-sample:{seed}")
+    picked = sorted(rng.sample(range(len(qs)), min(N_HELDOUT, len(qs))))
+    rows = [{"id": f"offline-h{i:03d}", **qs[k], "split": "heldout"} for i, k in enumerate(picked)]
+    return docs, rows
 
 
 def main() -> int:

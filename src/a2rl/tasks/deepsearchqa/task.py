@@ -2,7 +2,9 @@
 
 The model works in a loop: each turn it writes a thought and one action, `search[query]`
 (the observation is the top-k search results) or `answer[...]` (ends the episode). The final
-answer is graded against the gold answer; reward 1 if correct, else 0; score = 100 × accuracy.
+answer is graded with DeepSearchQA's official rule (`grading.py`): which gold items it gives and
+which extra items it adds; reward 1 if fully correct (every item, nothing extra), else 0; score =
+100 × the fully correct rate, with precision, recall and F1 over the answer sets beside it.
 
 Why the format is what it is: public DeepSearchQA agent code stops generation at "\\nAction:",
 i.e. *before* the action, so its search tool is never called. Here generation stops at
@@ -16,16 +18,20 @@ Sources:
   ordered by sha256(f"{SPLIT_SEED}:{id}") (independent of the file's row order), the first 200
   are held out, the next 100 train-visible. Search: the web API (`A2RL_SEARCH_API_URL`) when
   configured, else BM25 over a JSONL corpus given with `corpus_path` (`search` param forces one).
-- `offline`: a generated fictional world (`make_data.py` beside this module, shipped in
-  `tasks/deepsearchqa/data/`): 117 documents and 192 questions (Single and Set) that each need
-  at least two searches, split into disjoint train (132) and held-out (60) questions. Searched
-  with BM25. Its scores are not comparable with DeepSearchQA's.
+- `offline`: generated fictional worlds (`make_data.py` beside this module): the train world
+  (117 documents and 192 questions, Single and Set, each needing at least two searches) ships in
+  `tasks/deepsearchqa/data/`; the 60 held-out questions come from a second world generated in
+  memory from the installation's secret seed (`heldout_seed`), with its own documents, searched
+  only on held-out episodes. No held-out question, answer or name is in the package, and the
+  train questions are not drawn from the held-out world, so their complement reveals nothing.
+  Searched with BM25. Its scores are not comparable with DeepSearchQA's.
 
-Grading (`judge` param): `llm` asks any OpenAI-compatible judge (`a2rl.tasks._lib.judge`) with the
-prompt `prompts/judge.txt` (question, answer type, gold and predicted answer;
-reply exactly `correct` or `incorrect`); `string` is a normalised string match (every gold
-item must appear; an empty prediction is never correct); `auto` = `llm` when a judge is
-configured, else `string`. The grader used is recorded in the metrics (`grader_llm`).
+Grading (`judge` param): `llm` asks any OpenAI-compatible judge (`a2rl.tasks._lib.judge`) with
+`prompts/judge.txt`, a2rl's wording of the DeepSearchQA starter code's autorater prompt (same
+inputs, same JSON reply: `correctness_details` per gold item and `excessive_answers`); `string`
+fills the same two lists with a normalising string matcher (`grading.string_grade`, pinned by a
+hand-labelled fixture); `auto` = `llm` when a judge is configured, else `string`. Either way the
+official rule turns the two lists into the grade. The grader used is recorded (`grader_llm`).
 """
 
 from __future__ import annotations
@@ -35,8 +41,6 @@ import hashlib
 import json
 import os
 import re
-import string
-import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -48,6 +52,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from a2rl._errors import A2RLError
+from a2rl._secrets import installation_seed
 from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
@@ -66,6 +71,17 @@ from a2rl.tasks._lib.judge import (
     judgement_key,
     sha256_text,
 )
+from a2rl.tasks.deepsearchqa.grading import (
+    SET,
+    SINGLE,
+    Outcome,
+    expected_items,
+    outcome,
+    outcome_from_verdict,
+    parse_judge_reply,
+    string_grade,
+)
+from a2rl.tasks.deepsearchqa.make_data import heldout_world
 from a2rl.tasks.deepsearchqa.search import (
     ENV_SEARCH_URL,
     WEB_FIX,
@@ -91,10 +107,18 @@ PROMPT_FILE = "judge.txt"
 MAX_STEPS = 8
 STOP = ("\nObservation:",)
 """Generation stops *after* the action, where the model would start inventing the observation."""
-SINGLE, SET = "Single Answer", "Set Answer"
 Grader = Literal["llm", "string"]
-_STRIP = string.whitespace + string.punctuation
-_ARTICLES = frozenset({"a", "an", "the"})
+OFFICIAL_REFERENCE = ("DeepSearchQA (arXiv:2601.20975) and its Kaggle starter code "
+                      "(andrewmingwang/deepsearchqa-starter-code, scriptVersionId 285323691)")
+"""Where the grading rule and the judge prompt's structure come from."""
+GRADER_NOTES: dict[str, str] = {
+    "llm": "the judge fills the starter code's autorater JSON (correctness_details, excessive_answers); "
+           "a2rl's prompt states the starter prompt's instructions in its own words",
+    "string": "no judge configured: a2rl's string grader fills the same two lists (number, date and "
+              "alias normalisation; an approximation of a judge, see deepsearchqa/grading.py)",
+}
+HELDOUT_SEED_NAME = "deepsearchqa-heldout-seed"
+"""The installation secret (under $A2RL_HOME) that seeds the offline held-out world."""
 
 
 # ---- actions --------------------------------------------------------------------------------
@@ -183,56 +207,6 @@ def render_judge_prompt(template: str, *, question: str, answer_type: str, gold_
                   template)
 
 
-def parse_judge_verdict(reply: str) -> Literal["correct", "incorrect"] | None:
-    """Strict: the whole reply, stripped of surrounding whitespace/punctuation and lower-cased,
-    must be `correct` or `incorrect` ("Correct." and "**incorrect**" parse; "The answer is
-    correct" does not: a judge that argues is a judge whose verdict we would be guessing)."""
-    token = reply.strip(_STRIP).lower()
-    if token == "correct":
-        return "correct"
-    if token == "incorrect":
-        return "incorrect"
-    return None
-
-
-# ---- string-match grading -------------------------------------------------------------------
-
-
-def normalize_answer(text: str) -> str:
-    """Accents removed, case folded, punctuation turned into spaces, articles dropped."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    words = re.sub(r"[^\w\s]|_", " ", text).split()
-    return " ".join(w for w in words if w not in _ARTICLES)
-
-
-def string_match(prediction: str, gold_items: list[str]) -> bool:
-    """The fallback grader (no judge configured).
-
-    Correct when every gold item, normalised, appears as a whole-word phrase in the normalised
-    prediction (one item for a Single answer, all of them for a Set). Never correct for an
-    empty prediction or gold, nor for a prediction longer than max(20, 3 × the gold's words)
-    words: listing every candidate must not pass. It cannot notice extra wrong items in a Set
-    answer (the judge does), so it is more lenient there."""
-    pred = normalize_answer(prediction)
-    golds = [g for g in (normalize_answer(i) for i in gold_items) if g]
-    if not pred or not golds:
-        return False
-    if len(pred.split()) > max(20, 3 * sum(len(g.split()) for g in golds)):
-        return False
-    padded = f" {pred} "
-    return all(f" {g} " in padded for g in golds)
-
-
-def split_set_answer(answer: str) -> list[str]:
-    """Gold items of a Set answer string: split on semicolons/newlines when there are any, else
-    on commas; a leading "and " is dropped. An approximation (an item may itself contain a
-    comma); only the string fallback uses it, the judge sees the answer as written."""
-    parts = re.split(r"[;\n]", answer) if re.search(r"[;\n]", answer) else answer.split(",")
-    items = [re.sub(r"^\s*and\s+", "", p).strip(_STRIP) for p in parts]
-    return [i for i in items if i] or [answer.strip()]
-
-
 def answer_type_of(raw: str) -> str:
     return SET if "set" in raw.casefold() else SINGLE
 
@@ -242,13 +216,27 @@ def answer_type_of(raw: str) -> str:
 
 @dataclass
 class Verdict:
-    correct: bool
+    outcome: Outcome
+    """The question's grade under DeepSearchQA's rule (found items, extra items)."""
     grader: Grader
     verdict: str
-    """`correct`, `incorrect`, `empty` (no answer text) or `unparseable` (the judge never
-    replied with a verdict)."""
+    """`fully_correct`, `correct_with_extraneous`, `partially_correct`, `fully_incorrect`,
+    `empty` (no answer text) or `unparseable` (the judge never replied with a usable grade)."""
     replies: list[str] = field(default_factory=list)
     cached: bool = False
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome.fully_correct
+
+
+def category(o: Outcome) -> str:
+    """The paper's four disjoint categories."""
+    if o.fully_correct:
+        return "fully_correct"
+    if o.correct_with_extraneous:
+        return "correct_with_extraneous"
+    return "partially_correct" if o.partially_correct else "fully_incorrect"
 
 
 class AnswerGrader:
@@ -273,19 +261,24 @@ class AnswerGrader:
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="a2rl-dsqa-judge")
 
     def grade(self, payload: dict[str, Any], prediction: str) -> Verdict:
+        items = expected_items(str(payload["answer"]), str(payload["answer_type"]),
+                               payload.get("answer_items"))
         if not prediction.strip():
-            return Verdict(False, self.mode, "empty")
+            return Verdict(outcome([False] * len(items), []), self.mode, "empty")
         if self.mode == "string":
-            ok = string_match(prediction, list(payload["answer_items"]))
-            return Verdict(ok, "string", "correct" if ok else "incorrect")
+            o = string_grade(prediction, items)
+            return Verdict(o, "string", category(o))
         assert self._client is not None and self.settings is not None
         fields = [payload["question"], payload["answer_type"], payload["answer"], prediction]
         text = render_judge_prompt(self.template, question=fields[0], answer_type=fields[1],
                                    gold_answer=fields[2], predicted_answer=fields[3])
         key = judgement_key(template_sha256=self.template_sha256, model=self.settings.model, fields=fields)
         j = judge_strict(self._client, self._cache, key=key, messages=[{"role": "user", "content": text}],
-                         parse=parse_judge_verdict, parse_retries=self.parse_retries)
-        return Verdict(j.verdict == "correct", "llm", j.verdict or "unparseable", j.replies, j.cached)
+                         parse=parse_judge_reply, parse_retries=self.parse_retries)
+        if j.verdict is None:  # no usable grade: every expected item missing
+            return Verdict(outcome([False] * len(items), []), "llm", "unparseable", j.replies, j.cached)
+        o = outcome_from_verdict(j.verdict)
+        return Verdict(o, "llm", category(o), j.replies, j.cached)
 
     def submit(self, payload: dict[str, Any], prediction: str) -> Future[Verdict]:
         return self._pool.submit(self.grade, payload, prediction)
@@ -375,26 +368,44 @@ class DeepSearchQAParams(TaskParams):
     judge_max_retries: int = Field(default=6, ge=0)
     judge_backoff_s: float = Field(default=1.0, ge=0)
     judge_max_backoff_s: float = Field(default=60.0, ge=0)
-    judge_max_tokens: int = Field(default=8, ge=1)
+    judge_max_tokens: int = Field(default=1024, ge=1)
+    """The grader replies with a JSON object (an explanation and one entry per item)."""
     judge_concurrency: int = Field(default=8, ge=1)
     parse_retries: int = Field(default=2, ge=0)
-    """Extra judge calls when a reply is not exactly correct/incorrect; then the answer is wrong."""
+    """Extra judge calls when a reply is not a usable JSON grade; then every item counts as
+    missing (the answer is wrong)."""
+    heldout_seed: int | None = None
+    """Offline source: seed of the held-out world; None = this installation's secret seed (under
+    $A2RL_HOME, never mounted in the sandbox). Secret: never written into a workspace."""
 
 
 @dataclass
 class _Session:
-    """What one rollout/evaluation holds open: the search backend and the grader."""
+    """What one rollout/evaluation holds open: the search backends (one per corpus) and the
+    grader."""
 
-    backend: SearchBackend
+    backends: dict[str, SearchBackend]
+    """By split (`train`, `heldout`); the same backend object for both unless the offline
+    held-out world has its own corpus."""
     grader: AnswerGrader
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def backend(self, split: str) -> SearchBackend:
+        return self.backends["heldout" if split == "heldout" else "train"]
+
+    def close_backends(self) -> None:
+        for b in {id(b): b for b in self.backends.values()}.values():
+            b.close()
 
 
 class DeepSearchQATask(InteractiveTask):
     name = "deepsearchqa"
     level = "L3"
     reward_kind = "judge"
-    version = "1"
+    version = "2"
+    """2: DeepSearchQA's official rule (fully correct + precision/recall/F1), the starter-code
+    autorater prompt as the judge, a string grader that applies the same rule; the offline
+    held-out questions come from a separate world generated from the installation's secret seed."""
     audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa")
     Params = DeepSearchQAParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
@@ -405,27 +416,59 @@ class DeepSearchQATask(InteractiveTask):
         super().__init__(params)
         self._session: _Session | None = None
 
+    # ---- what the sandbox hides and shows ------------------------------------------------------
+
+    @classmethod
+    def sandbox_masked_paths(cls) -> list[Path]:
+        """Package data the agent's sandbox must hide. The offline held-out questions are not in
+        the package at all (they come from the secret seed); the train questions are written
+        into the workspace, so the package copy is hidden as well: nothing held out can be
+        read, and nothing inside needs the file."""
+        return [_data_path("questions.jsonl")]
+
+    @classmethod
+    def sandbox_visible_paths(cls) -> list[Path]:
+        """Package data the in-sandbox tools need: the train world's corpus (what `a2rl
+        rollout` searches on the train episodes)."""
+        return [_data_path("corpus.jsonl")]
+
     # ---- data ---------------------------------------------------------------------------------
 
+    def _heldout_seed(self) -> int:
+        """Resolved when the held-out set is first needed (never at construction, so a task
+        built inside the sandbox for train rollouts never touches the secret), and never stored
+        in the params (they are recorded in run.json)."""
+        if self.params.heldout_seed is not None:
+            return self.params.heldout_seed
+        return installation_seed(HELDOUT_SEED_NAME)
+
     @cached_property
-    def _offline_questions(self) -> list[dict[str, Any]]:
+    def _offline_train(self) -> list[dict[str, Any]]:
         text = _offline_text("questions.jsonl")
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    @cached_property
+    def _offline_heldout(self) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+        """(documents, questions) of the held-out world, generated in memory."""
+        docs, qs = heldout_world(self._heldout_seed())
+        return docs, [dict(q) for q in qs]
 
     @cached_property
     def _splits(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(train, held-out) question records of the source."""
         if self.params.source == "offline":
-            qs = self._offline_questions
-            return [q for q in qs if q["split"] == "train"], [q for q in qs if q["split"] == "heldout"]
+            return self._offline_train, self._offline_heldout[1]
         return split_hub(load_hub_rows())
+
+    def _train_split(self) -> list[dict[str, Any]]:
+        return self._offline_train if self.params.source == "offline" else self._splits[0]
 
     def _episode(self, q: dict[str, Any], split: str) -> Episode:
         payload = {k: v for k, v in q.items() if k not in {"id", "split"}}
         return Episode(id=str(q["id"]), split=split, payload=payload)
 
     def train_episodes(self) -> list[Episode]:
-        return [self._episode(q, "train") for q in self._splits[0]]
+        return [self._episode(q, "train") for q in self._train_split()]
 
     def heldout_episodes(self) -> list[Episode]:
         held = self._splits[1]
@@ -481,13 +524,28 @@ class DeepSearchQATask(InteractiveTask):
             return "a collection of encyclopedia-style documents about a fictional world"
         return "a document collection"
 
-    def make_backend(self) -> SearchBackend:
+    def _own_heldout_corpus(self) -> bool:
+        """The offline source searches the held-out world's documents on held-out episodes."""
+        p = self.params
+        return p.source == "offline" and not p.corpus_path and self.search_kind() == "corpus"
+
+    def _heldout_corpus_text(self) -> str:
+        docs = self._offline_heldout[0]
+        return "".join(json.dumps(d, ensure_ascii=False, sort_keys=True) + "\n" for d in docs)
+
+    def make_backend(self, split: str = "train") -> SearchBackend:
+        """The search backend of one split's episodes."""
         p = self.params
         if self.search_kind() == "web":
             return WebSearchBackend(timeout_s=p.search_timeout_s, max_retries=p.search_max_retries,
                                     snippet_chars=p.snippet_chars, cache=p.search_cache)
         if p.corpus_path:
             return BM25CorpusBackend.from_jsonl(Path(p.corpus_path), snippet_chars=p.snippet_chars)
+        if split == "heldout":
+            text = self._heldout_corpus_text()
+            return BM25CorpusBackend(parse_corpus(text.splitlines(), "held-out corpus"),
+                                     snippet_chars=p.snippet_chars, label="a2rl offline held-out corpus",
+                                     sha256=sha256_text(text))
         text = _offline_text("corpus.jsonl")
         return BM25CorpusBackend(parse_corpus(text.splitlines(), "offline corpus"),
                                  snippet_chars=p.snippet_chars, label="a2rl offline corpus",
@@ -500,7 +558,8 @@ class DeepSearchQATask(InteractiveTask):
             return {"backend": "web", "api_url": public_url(os.environ.get(ENV_SEARCH_URL, ""))}
         if p.corpus_path:
             return {"backend": "corpus", "corpus_sha256": corpus_sha256(Path(p.corpus_path))}
-        return {"backend": "corpus", "corpus_sha256": sha256_text(_offline_text("corpus.jsonl"))}
+        return {"backend": "corpus", "corpus_sha256": sha256_text(_offline_text("corpus.jsonl")),
+                "heldout_corpus_sha256": sha256_text(self._heldout_corpus_text())}
 
     def fingerprint(self) -> str:
         """Also keyed by the grader, judge model, judge prompt and search backend: none of them is
@@ -517,15 +576,22 @@ class DeepSearchQATask(InteractiveTask):
         if self._session is None:
             mode = self.grader_mode()
             settings = self.judge_settings() if mode == "llm" else None  # fails fast if unconfigured
-            backend = self.make_backend()
+            # Built lazily per split: a train rollout never generates the held-out world.
+            train = self.make_backend("train")
             try:
                 grader = AnswerGrader(mode, settings=settings, parse_retries=self.params.parse_retries,
                                       concurrency=self.params.judge_concurrency)
             except BaseException:
-                backend.close()
+                train.close()
                 raise
-            self._session = _Session(backend=backend, grader=grader)
+            self._session = _Session(backends={"train": train}, grader=grader)
         return self._session
+
+    def _backend_for(self, session: _Session, split: str) -> SearchBackend:
+        if split == "heldout" and "heldout" not in session.backends:
+            session.backends["heldout"] = (self.make_backend("heldout") if self._own_heldout_corpus()
+                                           else session.backends["train"])
+        return session.backend(split)
 
     def close(self) -> None:
         """Release the search backend and the grader (the next rollout opens new ones)."""
@@ -534,14 +600,15 @@ class DeepSearchQATask(InteractiveTask):
             try:
                 session.grader.close()
             finally:
-                session.backend.close()
+                session.close_backends()
 
     # ---- InteractiveTask ----------------------------------------------------------------------
 
     def make_env(self, episode: Episode) -> Env:
         s = self._ensure_session()
-        return DeepSearchQAEnv(episode, s.backend, top_k=self.params.top_k, max_steps=self.rollout.max_steps,
-                               collection=self.collection_text(), submit=s.grader.submit)
+        return DeepSearchQAEnv(episode, self._backend_for(s, episode.split), top_k=self.params.top_k,
+                               max_steps=self.rollout.max_steps, collection=self.collection_text(),
+                               submit=s.grader.submit)
 
     def messages(self, episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
         """No system message (not every chat template has one): the first user turn carries the
@@ -566,6 +633,7 @@ class DeepSearchQATask(InteractiveTask):
                 "searches": list(env.searches),
                 "grader": verdict.grader if verdict else self.grader_mode(),
                 "verdict": verdict.verdict if verdict else "no_answer",
+                "grade": verdict.outcome.record() if verdict else None,
                 "judge_replies": verdict.replies if verdict else [],
                 "cached": bool(verdict and verdict.cached)}
         return reward, reward >= 1.0
@@ -593,30 +661,47 @@ class DeepSearchQATask(InteractiveTask):
             self.close()
 
     def _with_grading(self, outcome: EvalOutcome, session: _Session) -> EvalOutcome:
-        """Add grading metrics, per-episode verdicts and a summary record to the generic outcome."""
+        """Add DeepSearchQA's metrics, per-episode grades and a summary record to the generic
+        outcome. Every metric is a mean over the held-out episodes; an episode without an answer
+        has precision = recall = F1 = 0 and is fully incorrect, as an empty response is."""
         recs = session.records
-        n = max(1, len(recs))
+        n_eps = max(1, outcome.n_items)
+        grades = [r["grade"] for r in recs.values() if r.get("grade")]
+
+        def mean_of(key: str) -> float:
+            return 100.0 * sum(float(g[key]) for g in grades) / n_eps
+
+        no_answer = outcome.n_items - len(grades)
         g = session.grader
         metrics = dict(outcome.metrics)
         metrics.update({
-            "accuracy": outcome.metrics.get("success_rate", 0.0),
+            "fully_correct": mean_of("fully_correct"),
+            "accuracy": mean_of("fully_correct"),
+            "precision": mean_of("precision"), "recall": mean_of("recall"), "f1": mean_of("f1"),
+            "fully_incorrect": 100.0 * (sum(bool(x["fully_incorrect"]) for x in grades) + no_answer) / n_eps,
+            "correct_with_extraneous": mean_of("correct_with_extraneous"),
+            "partially_correct": 100.0 * sum(0 < x["n_found"] < x["n_expected"] for x in grades) / n_eps,
             "grader_llm": 1.0 if g.mode == "llm" else 0.0,
-            "answered_rate": round(100 * sum(r["prediction"] is not None for r in recs.values()) / n, 4),
-            "mean_searches": round(sum(len(r["searches"]) for r in recs.values()) / n, 3),
+            "answered_rate": round(100 * sum(r["prediction"] is not None for r in recs.values()) / n_eps, 4),
+            "mean_searches": round(sum(len(r["searches"]) for r in recs.values()) / n_eps, 3),
             "judge_calls": float(g.stats.requests), "judge_cache_hits": float(g.stats.cache_hits),
             "judge_unparseable": float(sum(r["verdict"] == "unparseable" for r in recs.values())),
             "judge_http_retries": float(g.stats.http_retries),
         })
         details = [{"kind": "episode", **d, **recs.get(str(d.get("episode_id")), {})}
                    for d in outcome.details]
+        backends = {k: b.describe() for k, b in session.backends.items()}
         summary = {"kind": "summary", "task": self.name, "version": self.version,
                    "source": self.params.source, "n_items": outcome.n_items, "score": outcome.score,
-                   "score_metric": "accuracy",
-                   "grader": g.mode, "judge_model": g.settings.model if g.settings else None,
+                   "score_metric": "fully_correct (DeepSearchQA rule: every expected item, no extra one)",
+                   "metric_reference": OFFICIAL_REFERENCE,
+                   "grader": g.mode, "grader_note": GRADER_NOTES[g.mode],
+                   "judge_model": g.settings.model if g.settings else None,
                    "judge_base_url": public_url(g.settings.base_url) if g.settings else None,
                    "judge_prompt_file": PROMPT_FILE, "judge_prompt_sha256": g.template_sha256,
-                   "search": session.backend.describe(), "top_k": self.params.top_k, "max_steps": MAX_STEPS,
-                   "stop": list(STOP), "split_seed": SPLIT_SEED if self.params.source == "hub" else None}
+                   "search": backends.get("heldout", backends["train"]), "top_k": self.params.top_k,
+                   "max_steps": MAX_STEPS, "stop": list(STOP),
+                   "split_seed": SPLIT_SEED if self.params.source == "hub" else None}
         return outcome.model_copy(update={"metrics": metrics, "details": [summary, *details]})
 
     # ---- description --------------------------------------------------------------------------
@@ -638,27 +723,43 @@ class DeepSearchQATask(InteractiveTask):
                     f"{SPLIT_SEED}) and are never shown to you")
         else:
             data = (f"{len(train)} questions about a generated fictional world (the offline source), with "
-                    f"gold answers; the {n_eval} held-out questions are different questions about the same "
-                    "world")
+                    f"gold answers, searched in that world's documents; the {n_eval} held-out questions are "
+                    "about a second world of the same kind (same document and question templates, other "
+                    "names and facts) generated from a secret seed of this installation, whose documents "
+                    "are searched only during evaluation: you never see its names, documents or answers")
         search_text = ("a web search API (JSON, results cached by the evaluator)" if kind == "web" else
                        "BM25 over a fixed document collection (`bm25s`, English stopwords, no stemming)")
+        rule = """the dataset's official rule (DeepSearchQA paper and its Kaggle starter
+  code): the grader decides, for each item of the gold answer, whether your answer gives it, and
+  lists every answer you give that is not in the gold answer (an extra item, or a second
+  candidate: `Barcelona or Madrid` for `Barcelona` has one). The answer is **fully correct** when
+  every gold item is found and nothing extra is given; precision = found / (found + extra),
+  recall = found / gold items, F1 their harmonic mean (reported beside the score)."""
         if mode == "llm":
             judge = configured_judge_model(p.judge_model) or f"the model set in `{ENV_MODEL}`"
-            grading = f"""an LLM judge (`{judge}`, any OpenAI-compatible endpoint, temperature 0) with
-  this prompt (`{PROMPT_FILE}`, sha256 `{sha256_text(judge_template())}`):
+            grading = f"""{rule}
+  The grader is an LLM judge (`{judge}`, any OpenAI-compatible endpoint, temperature 0) with
+  this prompt (`{PROMPT_FILE}`, sha256 `{sha256_text(judge_template())}`; a2rl's wording of the
+  starter code's autorater instructions, with the same JSON reply):
 
 ```
 {judge_template().rstrip()}
 ```
 
-  The judge's reply must be exactly `correct` or `incorrect` (case, surrounding whitespace and
-  punctuation aside); an unparseable reply is asked again up to {p.parse_retries} more times, then the
-  answer counts as wrong."""
+  A reply that is not such a JSON object (or grades no item) is asked again up to
+  {p.parse_retries} more times, then every gold item counts as missing."""
         else:
-            grading = """a normalised string match (no judge is configured): accents, case,
-  punctuation and the articles a/an/the are ignored; the answer is correct when every gold item
-  appears in it as a whole phrase (one item for a Single answer, all items for a Set answer), and
-  it has at most max(20, 3 × the gold's words) words."""
+            grading = f"""{rule}
+  No judge is configured, so a2rl's string grader fills the two lists: accents, case, articles
+  and punctuation are ignored; numbers are compared in one form (`99,354` = `99354`, `two` = `2`,
+  `1.5 million` = `1500000`, `45%` = `45 percent`), dates too (`5 March 2021` = `2021-03-05` =
+  `03/05/2021`, month first unless the first number exceeds 12); a small alias table maps common
+  variants (`USA` = `United States`, `Kiev` = `Kyiv`, `Bombay` = `Mumbai`, ...). Each gold item
+  must appear as a whole phrase; what is left is split at `,` `;` `/` `and` `or` and brackets
+  that hedge (`(possibly X)`), and each leftover piece naming something is an extra item
+  (words right next to a found item, such as `99,354 residents`, qualify it). It is stricter
+  than a judge on paraphrases (`Paris, France` for `Paris` has the extra item `France`; aliases
+  outside the table do not match)."""
         return f"""# Task: deepsearchqa (level L3, judge reward)
 
 Make the model a better research agent: it answers multi-step questions by searching, reading the
@@ -695,12 +796,17 @@ it runs: the string match when no judge is configured there).
 - `answer[...]` ends the episode. Before the last allowed action the observation reminds the model
   to answer. No answer within {MAX_STEPS} actions = wrong.
 - Grading: {grading}
-- An empty answer is never correct. Reward 1 (correct) or 0; score = 100 × accuracy over the
-  {n_eval} held-out questions.
+- An empty answer is never correct. Reward 1 (fully correct) or 0; score = 100 × the fully
+  correct rate over the {n_eval} held-out questions.
 """
 
 
 # ---- data sources ---------------------------------------------------------------------------
+
+
+def _data_path(name: str) -> Path:
+    """A package data file as a filesystem path (the sandbox masks and reveals by path)."""
+    return Path(str(resources.files(__package__).joinpath(*OFFLINE_DIR, name)))
 
 
 def _offline_text(name: str) -> str:
@@ -735,7 +841,7 @@ def load_hub_rows(path: Path | None = None) -> list[dict[str, Any]]:
         seen.add(rid)
         kind = answer_type_of(r.get("answer_type") or "")
         rows.append({"id": rid, "question": problem, "answer": answer, "answer_type": kind,
-                     "answer_items": split_set_answer(answer) if kind == SET else [answer],
+                     "answer_items": expected_items(answer, kind),
                      "category": (r.get("problem_category") or "").strip()})
     return rows
 
