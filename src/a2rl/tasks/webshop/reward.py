@@ -52,7 +52,7 @@ from thefuzz import fuzz
 
 from a2rl._errors import A2RLError
 
-REFERENCE = "WebShop master web_agent_site/engine/goal.py (princeton-nlp/WebShop 64fa2a5)"
+REFERENCE = "princeton-nlp/WebShop master 64fa2a5, web_agent_site/engine/goal.py"
 """The scorer these rewards reproduce."""
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 """Candidate price caps of goals (10, 20, …, 990 dollars), as in goal.py."""

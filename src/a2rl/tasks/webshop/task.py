@@ -273,7 +273,7 @@ and ends the episode. Any other action changes nothing and the same page is show
   case, spaces inside the brackets trimmed). A reply without one ends the episode (reward 0).
 - An episode ends at `click[Buy Now]`, at an unparseable reply, or after {MAX_STEPS} actions
   (reward 0 unless something was bought).
-- Reward of a purchase: WebShop's, exactly as its master `goal.py` computes it ({REFERENCE}):
+- Reward of a purchase: WebShop's, reproduced exactly ({REFERENCE}):
   (attribute matches + option matches + [price <= cap]) / (#goal attributes + #goal options + 1),
   times a type factor (1 when the product has the goal's query, shares two category levels or
   more than 20 % of the goal title's nouns; 0.5 otherwise; 0.1 below 10 % shared nouns and 0 with
