@@ -272,7 +272,8 @@ def official_server() -> Any:
 
 
 class OfficialWebShopEnv:
-    """The official `WebAgentTextEnv(observation_mode="text")` on human goal `goal_index`."""
+    """The official `WebAgentTextEnv(observation_mode="text")` on human goal `goal_index`; the
+    purchase is scored by `reward.get_reward_info`, as on the offline catalog."""
 
     def __init__(self, goal_index: int) -> None:
         server = official_server()
@@ -286,8 +287,23 @@ class OfficialWebShopEnv:
         return str(obs)
 
     def step(self, action: str) -> StepResult:
-        obs, reward, done, _ = self._env.step(action)
-        return StepResult(str(obs), float(reward), bool(done))
+        obs, webshop_reward, done, _ = self._env.step(action)
+        if not done:
+            return StepResult(str(obs), 0.0, False)
+        # The purchase is scored by a2rl's reward (the one the offline catalog uses), not by the
+        # installed WebShop's: one scorer for both sources, whatever WebShop commit is installed.
+        reward, info = self.score_purchase()
+        info["webshop_reward"] = float(webshop_reward)
+        return StepResult(str(obs), reward, True, {"reward_info": info})
+
+    def score_purchase(self) -> tuple[float, dict[str, Any]]:
+        """a2rl's reward for what this episode's session bought (goal, product, price, options
+        as WebShop's server recorded them)."""
+        server = self._env.server
+        session = server.user_sessions[self._env.session]
+        asin = session["asin"]
+        return get_reward_info(server.product_item_dict[asin], session["goal"],
+                               server.product_prices.get(asin), dict(session["options"]))
 
     def admissible_actions(self) -> list[str]:
         available = self._env.get_available_actions()

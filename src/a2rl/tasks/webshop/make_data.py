@@ -3,7 +3,10 @@
     python -m a2rl.tasks.webshop.make_data [--out src/a2rl/tasks/webshop/data]
 
 Writes, in WebShop's own formats (see catalog.py beside this module):
-items_shuffle.json (products), items_ins_v2.json (attributes), reviews.json and goals_train.json.
+items_shuffle.json (products), items_ins_v2.json (attributes), reviews.json and goals_train.json;
+and title_nouns.json, spaCy's nouns of every product title (needs spaCy with en_core_web_sm: the
+reward reads this table when spaCy is not installed, so the offline catalog scores like WebShop
+either way).
 30 product types in WebShop's five categories, 10 products each: products of one type share the
 query and category path and differ in brand, attributes, options and price, so an agent has to
 read titles, features and options to pick the right one. Held-out goals are not written here:
@@ -28,6 +31,7 @@ from a2rl.tasks.webshop.catalog import (
     Catalog,
     generate_goals,
 )
+from a2rl.tasks.webshop.reward import NOUN_TABLE_FILE, spacy_title_nouns
 
 SEED = 2022
 TRAIN_GOAL_SEED = 1
@@ -385,6 +389,11 @@ def make_raw_catalog(seed: int) -> tuple[list[dict[str, Any]], dict[str, Any], l
     return products, attributes, reviews
 
 
+def title_noun_table(products: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """spaCy's nouns (as WebShop's reward finds them) of every product title."""
+    return {p["name"]: list(spacy_title_nouns(p["name"])) for p in sorted(products, key=lambda p: p["name"])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--out", type=Path, default=DATA_DIR)
@@ -394,7 +403,8 @@ def main() -> None:
     goals = generate_goals(catalog, TRAIN_GOAL_SEED, N_TRAIN_GOALS)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, data in [(PRODUCTS_FILE, products), (ATTRIBUTES_FILE, attributes),
-                       (REVIEWS_FILE, reviews), (TRAIN_GOALS_FILE, goals)]:
+                       (REVIEWS_FILE, reviews), (TRAIN_GOALS_FILE, goals),
+                       (NOUN_TABLE_FILE, title_noun_table(products))]:
         (args.out / name).write_text(json.dumps(data, indent=None, separators=(",", ":")) + "\n")
     print(f"{len(products)} products, {len(goals)} train goals -> {args.out}")
 

