@@ -53,10 +53,27 @@ def _rel(value: str, workspace: Path) -> str:
         return value
 
 
+def _plain_file(p: Path) -> bool:
+    """A regular file that is not a symlink (the agent's links are never followed: a link to a
+    host file or a device must not be read by the harness)."""
+    return p.is_file() and not p.is_symlink()
+
+
+def _has_links(folder: Path, workspace: Path) -> bool:
+    """True when the folder, any folder above it inside the workspace, or a file in it is a
+    symlink."""
+    p = folder
+    while p != workspace and p != p.parent:
+        if p.is_symlink():
+            return True
+        p = p.parent
+    return any(f.is_symlink() for f in folder.iterdir())
+
+
 def read_parent(folder: Path, workspace: Path) -> tuple[str | None, str | None]:
     for name in _ARGS_FILES:
         f = folder / name
-        if f.is_file():
+        if _plain_file(f):
             try:
                 data = json.loads(f.read_text())
             except (OSError, ValueError):
@@ -67,7 +84,7 @@ def read_parent(folder: Path, workspace: Path) -> tuple[str | None, str | None]:
     for name, key in (("adapter_config.json", "base_model_name_or_path"),
                       ("config.json", "_name_or_path")):
         f = folder / name
-        if f.is_file():
+        if _plain_file(f):
             try:
                 value = json.loads(f.read_text()).get(key)
             except (OSError, ValueError, AttributeError):
@@ -96,7 +113,9 @@ class ArtifactIndexer:
                 if any(e.path == rel for e in new):
                     continue
                 try:
-                    files = [p for p in folder.iterdir() if p.is_file()]
+                    if _has_links(folder, self.workspace):
+                        continue  # not a model the grader would accept; never read through links
+                    files = [p for p in folder.iterdir() if _plain_file(p)]
                     mtime = max(p.stat().st_mtime for p in files)
                     size = sum(p.stat().st_size for p in files)
                 except (OSError, ValueError):
