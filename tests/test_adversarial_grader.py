@@ -21,9 +21,9 @@ from a2rl.grader import (
     GraderConfig,
     GraderServer,
     Ledger,
+    _artifact,
     read_final,
 )
-from a2rl.grader import _artifact
 from a2rl.grader._items import ItemValues
 from a2rl.grader._records import TERMINAL_STATUSES
 from a2rl.models import resolve_model
@@ -412,7 +412,7 @@ def test_same_weights_other_tokenizer_is_evaluated_not_cached(env, model_copy) -
     (b / "tokenizer.json").write_text(json.dumps(tok))
     ra, rb = g.submit("output/a"), g.submit("output/b")
     assert not rb.cached and fake.calls == 2 and rb.score == 90.0 and ra.score == 25.0
-    c = model_copy(ws / "output" / "c", b)
+    model_copy(ws / "output" / "c", b)
     rc = g.submit("output/c")
     assert rc.cached and rc.score == rb.score and fake.calls == 2
 

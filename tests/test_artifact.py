@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from a2rl.grader import SubmissionRejected, open_submission, resolve_submission, snapshot_submission
-from a2rl.grader import _artifact
+from a2rl.grader import (
+    SubmissionRejected,
+    _artifact,
+    open_submission,
+    resolve_submission,
+    snapshot_submission,
+)
 from a2rl.grader._artifact import prune_snapshot
 from a2rl.models import weights_hash
 from conftest import perturb

@@ -49,7 +49,7 @@ def keyed(purpose: str, value: object) -> str:
 
 
 def secret_fields(params: Any) -> frozenset[str]:
-    fields = getattr(params, "SECRET_FIELDS", frozenset())
+    fields: frozenset[str] = getattr(params, "SECRET_FIELDS", frozenset())
     return frozenset(fields)
 
 
