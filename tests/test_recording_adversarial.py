@@ -105,3 +105,15 @@ def test_artifact_index_never_reads_through_links(ws_and_run, tiny_model, model_
     (ws / "output" / "real" / "training_args.json").write_text('{"model": "model"}')
     (entry,) = ArtifactIndexer(run, ws).scan(2.0)
     assert entry.path == "output/real" and entry.parent == "model"
+
+
+def test_artifact_index_does_not_walk_a_symlinked_output(ws_and_run, tiny_model, model_copy,
+                                                         tmp_path) -> None:
+    run, ws, secret = ws_and_run
+    host = tmp_path / "host-models"
+    model_copy(host / "m")
+    os.rmdir(ws / "output")
+    os.symlink(host, ws / "output")
+    assert ArtifactIndexer(run, ws).scan(1.0) == []
+    CodeRecorder(run, ws).snapshot("t0001", 1.0)
+    assert "output/m" not in _all_text(run, "t0001")

@@ -200,4 +200,14 @@ report("flood: every request recorded as rejected", set(codes) != {"rejected"}, 
 status, body = call("GET", "/submissions")
 stuck = [s for s in body if s["status"] == "pending"] if isinstance(body, list) else body
 report("flood: nothing left pending", bool(stuck), len(body) if isinstance(body, list) else body)
-report("flood: replies name no host path", RUN_DIR in json.dumps(body), "")
+
+def names_host_path(entry):
+    """A host path in a listed record other than inside the text the agent itself sent."""
+    sent = json.dumps(entry.get("model_path", ""))[1:-1]
+    text = json.dumps(entry).replace(sent, "") if sent else json.dumps(entry)
+    return RUN_DIR.rsplit("/", 1)[0] in text.replace(json.dumps(WS)[1:-1], "")
+
+
+report("flood: replies name no host path",
+       not isinstance(body, list) or any(names_host_path(e) for e in body),
+       [e for e in body if names_host_path(e)][:2] if isinstance(body, list) else body)
