@@ -57,3 +57,19 @@ def test_hidden_baseline_through_the_real_child_writes_no_seed(tmp_path: Path, t
     leaks = [p for p in _files_under(tmp_path, a2rl_home / "baselines")
              if str(SEED).encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_redacted_params_restore_on_this_installation_only(a2rl_home: Path) -> None:
+    import pytest
+
+    from a2rl import A2RLError
+    from a2rl.grader._secret import restore_task
+
+    own = get_task("arith", {k: v for k, v in TINY_TASK.items() if k != "heldout_seed"})
+    restored = restore_task("arith", redacted_params(own))
+    assert restored.heldout_items() == own.heldout_items()
+    explicit = get_task("arith", {**TINY_TASK, "heldout_seed": SEED})
+    with pytest.raises(A2RLError, match="redacted"):
+        restore_task("arith", redacted_params(explicit))
+    again = restore_task("arith", redacted_params(explicit), seeds={"heldout_seed": SEED})
+    assert again.heldout_items() == explicit.heldout_items()

@@ -21,7 +21,7 @@ from a2rl.grader._records import (
     SubmissionStatus,
     SubmitResponse,
 )
-from a2rl.grader._secret import public_fingerprint, redacted_params
+from a2rl.grader._secret import public_fingerprint, redacted_params, restore_task
 from a2rl.grader._server import GraderServer, create_app
 from a2rl.grader._stats import ScoreInterval, score_interval
 
@@ -51,6 +51,7 @@ __all__ = [
     "public_fingerprint",
     "redacted_params",
     "read_final",
+    "restore_task",
     "resolve_submission",
     "run_evaluation",
     "score_interval",

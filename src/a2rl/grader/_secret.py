@@ -94,3 +94,30 @@ def split_test_keys(keys: list[str], test_fraction: float) -> set[str]:
                          "a test half")
     n_test = min(len(unique) - 1, max(1, round(len(unique) * test_fraction)))
     return set(unique[:n_test])
+
+
+def restore_task(name: str, params: dict[str, Any],
+                 seeds: dict[str, Any] | None = None) -> Any:
+    """Rebuild a task from redacted options (run.json), e.g. for `a2rl analyze`'s contamination
+    check. A redacted field is tried as "this installation's own secret" (the option left unset)
+    and then as the value in `seeds`; the keyed fingerprint must match. Raises A2RLError when
+    neither matches (the run came from another installation, or used an explicit seed)."""
+    from a2rl._errors import A2RLError
+    from a2rl.tasks import get_task
+
+    redacted = {k: v for k, v in params.items()
+                if isinstance(v, str) and v.startswith(REDACTED_PREFIX)}
+    if not redacted:
+        return get_task(name, params)
+    attempts: list[dict[str, Any]] = [{k: None for k in redacted}]
+    if seeds:
+        attempts.append({k: seeds.get(k) for k in redacted})
+    for attempt in attempts:
+        task = get_task(name, {**params, **attempt})
+        shown = redacted_params(task)
+        if all(shown.get(k) == v for k, v in redacted.items()):
+            return task
+    raise A2RLError(f"the held-out options {sorted(redacted)} of this {name} run are redacted "
+                    "and do not match this installation's secret seed",
+                    "analyse the run on the installation that ran it, or pass the seed "
+                    "(e.g. --task-opt heldout_seed=N) if it was set explicitly")
