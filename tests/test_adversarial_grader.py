@@ -542,3 +542,21 @@ def test_final_off_and_no_candidate(env) -> None:
     g2 = make(hidden=True)
     g2.submit("output/missing")
     assert g2.run_final().status == "no_candidate" and fake.calls == 0
+
+
+def test_evaluation_errors_name_no_host_path(env) -> None:
+    from a2rl.grader import EvalFailed
+
+    run_dir, ws, make, fake, model, tmp_path = env
+    g = make()
+    model("v1", 5)
+
+    def fail(job, *, timeout_s, on_progress=None):
+        raise EvalFailed(f"evaluation failed (exit code 1): OSError: {job.model_dir}/config.json "
+                         f"and /usr/lib/python3/site-packages/secret_module.py and {run_dir}/x")
+
+    g._evaluator = fail
+    r = g.submit("output/v1")
+    assert r.status == "failed" and "output/v1/config.json" in (r.error or "")
+    assert str(tmp_path) not in r.error and "/usr/lib" not in r.error
+    assert "secret_module.py" in r.error  # the last component still tells what broke

@@ -103,8 +103,11 @@ def submission_parts(raw: object, workspace: Path) -> list[str]:
                       "name the folder with plain characters") from None
     text = raw
     if text.startswith("/"):
-        root = str(workspace).rstrip("/")
-        if text != root and not text.startswith(root + "/"):
+        # Compared as text with the workspace's own path (as given and as resolved by the
+        # harness, which the agent cannot change); nothing the agent wrote is resolved.
+        roots = {str(workspace).rstrip("/"), str(workspace.resolve()).rstrip("/")}
+        root = next((r for r in roots if text == r or text.startswith(r + "/")), None)
+        if root is None:
             raise _reject(f"model_path {shown!r} is an absolute path outside the workspace",
                           "submit a path relative to the workspace, e.g. output/v1")
         text = text[len(root):]

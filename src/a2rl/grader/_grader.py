@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +51,7 @@ Evaluator = Callable[..., EvalOutcome]
 log = logging.getLogger("a2rl.grader")
 
 FINAL_FILE = "final.json"
+_HOST_PATH = re.compile(r"(?<![\w.<>])/(?:[\w.@+-]+/)+([\w.@+-]+)")
 DESIGNATION_FILE = "final-designation.json"
 
 
@@ -353,13 +355,22 @@ class Grader:
                                       on_progress=progress)
         except EvalFailed as exc:
             self._finish(rec, status="failed", eval_seconds=round(time.monotonic() - start, 2),
-                         error=f"{exc}. Check that the folder loads with "
-                               "AutoModelForCausalLM.from_pretrained and generates text")
+                         error=f"{self._public_error(str(exc), rec)}. Check that the folder "
+                               "loads with AutoModelForCausalLM.from_pretrained and generates "
+                               "text")
             return
         self._finish(rec, status="scored", score=outcome.score,
                      improvement=round(outcome.score - rec.baseline, 4),
                      eval_seconds=round(time.monotonic() - start, 2),
                      **self._score_fields(outcome, Path(job.out_dir), rec.split, rec.baseline))
+
+    def _public_error(self, text: str, rec: SubmissionRecord) -> str:
+        """An evaluation error as the agent may read it: the snapshot is called by the path the
+        agent submitted, and no other host path survives (only its last component)."""
+        if rec.artifact_dir:
+            text = text.replace(str(self.run_dir / rec.artifact_dir), rec.resolved_path or "")
+        text = text.replace(str(self.run_dir), "<run>").replace(str(self.base.path), "<model>")
+        return _HOST_PATH.sub(lambda m: "…/" + m.group(1), text)
 
     # -- artifacts ------------------------------------------------------------------------
     def _prune(self) -> None:
@@ -514,7 +525,7 @@ class Grader:
             outcome = self._evaluator(job, timeout_s=self.config.eval_timeout_s,
                                       on_progress=None)
         except EvalFailed as exc:
-            return self._finish(rec, status="failed", error=str(exc),
+            return self._finish(rec, status="failed", error=self._public_error(str(exc), rec),
                                 eval_seconds=round(time.monotonic() - start, 2))
         except Exception as exc:
             log.exception("the final evaluation crashed")
