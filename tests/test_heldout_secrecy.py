@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from a2rl.grader import public_fingerprint, redacted_params, score_baseline
 from a2rl.grader._items import restrict_to_split
 from a2rl.grader._secret import item_key, split_test_keys
@@ -40,6 +42,7 @@ def test_split_is_deterministic_disjoint_and_covers_every_item() -> None:
     assert not dev_q & test_q and len(dev_q | test_q) == 30
 
 
+@pytest.mark.slow
 def test_hidden_baseline_through_the_real_child_writes_no_seed(tmp_path: Path, tiny_model: Path,
                                                               a2rl_home: Path) -> None:
     task = get_task("arith", {**TINY_TASK, "heldout_seed": SEED, "n_heldout": 8})
@@ -60,8 +63,6 @@ def test_hidden_baseline_through_the_real_child_writes_no_seed(tmp_path: Path, t
 
 
 def test_redacted_params_restore_on_this_installation_only(a2rl_home: Path) -> None:
-    import pytest
-
     from a2rl import A2RLError
     from a2rl.grader._secret import restore_task
 
@@ -73,3 +74,34 @@ def test_redacted_params_restore_on_this_installation_only(a2rl_home: Path) -> N
         restore_task("arith", redacted_params(explicit))
     again = restore_task("arith", redacted_params(explicit), seeds={"heldout_seed": SEED})
     assert again.heldout_items() == explicit.heldout_items()
+
+
+@pytest.mark.slow
+def test_hidden_final_run_end_to_end_with_the_real_child(tmp_path: Path, tiny_model: Path,
+                                                         model_copy, a2rl_home: Path) -> None:
+    from a2rl.grader import Grader, GraderConfig, read_final
+    from conftest import perturb
+
+    task = get_task("arith", {**TINY_TASK, "heldout_seed": SEED, "n_heldout": 8})
+    base = resolve_model(str(tiny_model))
+    run_dir = tmp_path / "run"
+    ws = run_dir / "workspace"
+    (ws / "output").mkdir(parents=True)
+    baseline = score_baseline(task, base, run_dir / "evals" / "baseline", timeout_s=900,
+                              final="hidden")
+    g = Grader(run_dir, ws, task, base, baseline,
+               GraderConfig(budget_s=600, final="hidden", eval_timeout_s=900))
+    g.start_clock()
+    perturb(model_copy(ws / "output" / "v1"), scale=0.05)
+    r = g.submit("output/v1", final=True)
+    assert r.status == "scored" and r.split == "dev" and r.ci_low is not None
+    result = g.run_final()
+    g.close()
+    assert result.status == "scored" and result.chosen_by == "agent"
+    assert result.n_items == baseline.test_n_items and result.test_baseline == baseline.test_score
+    assert result.significant is not None and read_final(run_dir) == result
+    dev, test = g.ledger.get("s0001"), g.ledger.get("s0002")
+    assert dev.n_items == baseline.n_items and test.split == "test" and test.final_of == "s0001"
+    leaks = [p for p in _files_under(run_dir) if p.is_file() and "blobs" not in p.parts
+             and str(SEED).encode() in p.read_bytes()]
+    assert leaks == []
