@@ -560,3 +560,21 @@ def test_evaluation_errors_name_no_host_path(env) -> None:
     assert r.status == "failed" and "output/v1/config.json" in (r.error or "")
     assert str(tmp_path) not in r.error and "/usr/lib" not in r.error
     assert "secret_module.py" in r.error  # the last component still tells what broke
+
+
+def test_designating_a_pruned_snapshot_is_refused_with_the_fix(env) -> None:
+    from a2rl.grader import SubmissionRejected
+
+    run_dir, ws, make, fake, model, _ = env
+    g = make(hidden=True, keep_artifacts="best")
+    model("a", 5)
+    model("b", 9, scale=0.02)
+    g.submit("output/a")
+    g.submit("output/b")  # a is no longer the best: its snapshot goes
+    with pytest.raises(SubmissionRejected, match="no longer kept") as info:
+        g.designate_final(model_path="output/a")
+    assert '"final": true' in (info.value.fix or "")
+    r = g.submit("output/a", final=True)
+    assert r.status == "scored" and r.cached
+    assert g.status().final_designated == r.submission_id
+    assert g.run_final().status == "scored"

@@ -174,7 +174,7 @@ def test_huge_safetensors_header_is_refused_unparsed(ws: Path, tmp_path: Path) -
     with f.open("wb") as fh:
         fh.write(struct.pack("<Q", n))
         fh.write(b"{" + b" " * (n - 2) + b"}")
-    with pytest.raises(SubmissionRejected, match="header over"):
+    with pytest.raises(SubmissionRejected, match="headers are over"):
         snap(ws, "output/v1", tmp_path / "artifacts", 1 << 30)
 
 
@@ -194,3 +194,13 @@ def test_adapter_only_folder_rejected_with_merge_hint(ws: Path, tmp_path: Path) 
     with pytest.raises(SubmissionRejected) as info:
         snap(ws, "output/lora", tmp_path / "artifacts")
     assert "adapter" in info.value.message and "merge_and_unload" in (info.value.fix or "")
+
+
+def test_many_shards_with_large_headers_are_refused_in_total(ws: Path, tmp_path: Path) -> None:
+    folder = ws / "output" / "v1"
+    n = 3 << 20  # each under the cap, together over it
+    for i in range(4):
+        with (folder / f"extra-{i}.safetensors").open("wb") as fh:
+            fh.write(struct.pack("<Q", n) + b"{" + b" " * (n - 2) + b"}")
+    with pytest.raises(SubmissionRejected, match="headers are over"):
+        snap(ws, "output/v1", tmp_path / "artifacts")

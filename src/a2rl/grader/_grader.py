@@ -133,6 +133,8 @@ class Grader:
         self._admit_lock = threading.Lock()
         self._artifact_lock = threading.RLock()
         self._designated: str | None = self._read_designation()
+        self._protected: set[str] = set()
+        """Submissions sent with `final: true` whose designation is still to come: kept."""
         self._final_lock = threading.Lock()
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._pending = 0
@@ -268,6 +270,8 @@ class Grader:
             if final:
                 self._designate(rec)
             return self.response(rec)
+        if final:
+            self._protected.add(rec.id)
         job = _Job(rec, threading.Event(), final=final)
         with self._pending_lock:
             self._pending += 1
@@ -293,6 +297,8 @@ class Grader:
                     current = self.ledger.get(job.record.id)
                     if current is not None and current.valid:
                         self._designate(current)
+                    self._protected.discard(job.record.id)
+                    self._prune()
             except Exception as exc:  # never let the worker die: record and go on
                 log.exception("evaluation of %s crashed", job.record.id)
                 try:
@@ -390,6 +396,7 @@ class Grader:
                         continue
                     known.add(r.artifact_dir)
                     wanted = (r.status == "pending" or r.id == self._designated
+                              or r.id in self._protected
                               or (best is not None and r.id == best.submission_id)
                               or (policy == "scored" and r.status == "scored"))
                     if wanted:
@@ -444,7 +451,13 @@ class Grader:
             raise SubmissionRejected(f"{what} is not a scored submission of this run",
                                      "submit the model first (POST /submit) and designate it "
                                      "once it is scored; GET /submissions lists them")
-        return self._designate(valid[-1])
+        chosen_rec = valid[-1]
+        if chosen_rec.status == "scored" and not (
+                chosen_rec.artifact_dir and (self.run_dir / chosen_rec.artifact_dir).is_dir()):
+            raise SubmissionRejected(f"{what} was scored but its snapshot is no longer kept "
+                                     f"(--keep-artifacts {self.config.keep_artifacts})",
+                                     "submit that folder again with \"final\": true")
+        return self._designate(chosen_rec)
 
     def final_result(self) -> FinalResult | None:
         """The final evaluation's record (final.json), or None before run_final()."""
