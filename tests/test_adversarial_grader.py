@@ -578,3 +578,24 @@ def test_designating_a_pruned_snapshot_is_refused_with_the_fix(env) -> None:
     assert r.status == "scored" and r.cached
     assert g.status().final_designated == r.submission_id
     assert g.run_final().status == "scored"
+
+
+def test_close_leaves_nothing_pending(env) -> None:
+    run_dir, ws, make, fake, model, _ = env
+    g = make()
+    model("v1", 5)
+    gate = threading.Event()
+    real = fake.__call__
+
+    def slow(job, *, timeout_s, on_progress=None):
+        gate.wait(30)
+        return real(job, timeout_s=timeout_s, on_progress=on_progress)
+
+    g._evaluator = slow
+    r = g.submit("output/v1", wait=False)
+    assert r.status == "pending"
+    g.close()  # the harness stops waiting while the evaluation still runs
+    assert g.ledger.get(r.submission_id).status == "interrupted"
+    gate.set()
+    g._worker.join(30)
+    assert g.ledger.get(r.submission_id).status == "scored"  # finished after all: last wins

@@ -586,6 +586,14 @@ class Grader:
         self.stop_accepting()
         self._queue.put(None)
         self._worker.join(timeout=5)
+        # Nothing stays pending past the grader's life. An evaluation still running (the harness
+        # gave up waiting) is closed as interrupted; should it finish after all, its scored line
+        # follows and, being the last, wins.
+        try:
+            for rec in self.ledger.mark_interrupted():
+                log.warning("submission %s was still pending at close; marked interrupted", rec.id)
+        except Exception:
+            log.exception("could not close pending submissions")
         self._prune()
         fd, self._ws_fd = self._ws_fd, -1
         if fd >= 0:
