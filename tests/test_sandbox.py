@@ -77,6 +77,8 @@ def run_probe(root: Path, model: Path, a2rl_home: Path, targets: dict[str, dict[
 
     rec = run_fn(config, run_id=rid)
     assert rec.status == "finished", rec.error
+    expected = ["network_full"] if config.network == "full" else []
+    assert rec.flags == expected  # a shared host network is flagged with the result
     transcript = (root / "runs" / "arith" / rid / "agent" / "transcript.log").read_text()
     results: dict[str, object] = {}
     for line in transcript.splitlines():
@@ -122,7 +124,7 @@ def test_files_outside_the_workspace_are_out_of_reach(outside: Path, tiny_model:
                   "/usr": "/usr/forged", "/etc": "/etc/forged", "/var/tmp": "/var/tmp/forged",
                   "workspace root": "forged-ok.txt", "code": "code/ok.py", "tmp": "/tmp/ok"},
         "connect": {}}
-    r = run_probe(outside, tiny_model, a2rl_home, targets)
+    r = run_probe(outside, tiny_model, a2rl_home, targets, network="full")
     must_fail = [k for k in r if k.startswith(("read", "write")) and k not in (
         "write workspace root", "write code", "write tmp")]
     assert len(must_fail) == 9 and not [k for k in must_fail if r[k]], r
@@ -134,7 +136,7 @@ def test_files_outside_the_workspace_are_out_of_reach(outside: Path, tiny_model:
     assert not (outside / "runs" / "arith" / "forged.json").exists()
 
 
-def test_network_none_reaches_only_the_grader(outside: Path, tiny_model: Path,
+def test_private_networks_reach_only_the_grader(outside: Path, tiny_model: Path,
                                               a2rl_home: Path) -> None:
     app = FastAPI()
 
@@ -146,13 +148,14 @@ def test_network_none_reaches_only_the_grader(outside: Path, tiny_model: Path,
         targets: dict[str, dict[str, object]] = {
             "read": {}, "list": {}, "write": {},
             "connect": {"other loopback service": other_port, "driver endpoint": driver_port}}
-        full = run_probe(outside, tiny_model, a2rl_home, targets)
+        full = run_probe(outside, tiny_model, a2rl_home, targets, network="full")
         assert full["connect other loopback service"] and full["grader status"]
-        none = run_probe(outside, tiny_model, a2rl_home, targets, network="none",
-                         driver_base_url=f"http://127.0.0.1:{driver_port}/v1")
-    assert none["grader status"], none  # relayed into the private namespace
-    assert none["connect driver endpoint"], none  # a loopback driver is relayed too
-    assert not none["connect other loopback service"], none
+        for policy in ("none", "allowlist"):  # allowlist is the default
+            private = run_probe(outside, tiny_model, a2rl_home, targets, network=policy,
+                                driver_base_url=f"http://127.0.0.1:{driver_port}/v1")
+            assert private["grader status"], private  # relayed into the private namespace
+            assert private["connect driver endpoint"], private  # a loopback driver too
+            assert not private["connect other loopback service"], private
 
 
 def test_network_none_refuses_a_hosted_driver(tmp_path: Path, tiny_model: Path) -> None:

@@ -1,13 +1,40 @@
-"""Rich rendering of run records for `a2rl run`, `a2rl demo` and `a2rl runs show/list`."""
+"""Rich rendering of run records for `a2rl run`, `a2rl demo` and `a2rl runs show/list`.
+
+Every string that the agent can influence (submission paths, error messages, config fields,
+its own output) goes through `safe()` before it reaches a markup-interpreting print: control
+and ANSI escape sequences are removed (no cursor moves, no overwritten lines, no fake colours)
+and rich markup is escaped, so an agent cannot print a forged "✔ s0999 score 100.00" line on
+the operator's console.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from a2rl.runner import RunRecord
+if TYPE_CHECKING:
+    from a2rl.runner import RunRecord
+
+# CSI / OSC / other ESC sequences, then any remaining C0/C1 control character but tab.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def plain_text(text: str) -> str:
+    """`text` without escape sequences and control characters (newlines become spaces; bidi
+    overrides, which reorder what the operator sees, are removed)."""
+    text = _ANSI.sub("", text)
+    return _CONTROL.sub(lambda m: " " if m.group() in "\n\r\u2028\u2029" else "", text)
+
+
+def safe(value: object) -> str:
+    """An agent-influenced value ready for a markup-interpreting print."""
+    return escape(plain_text(str(value)))
 
 
 def _fmt(x: float | None) -> str:
@@ -22,33 +49,38 @@ def _agent_label(agent: str, width: int) -> str:
 
 def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -> None:
     head = Table.grid(padding=(0, 2))
-    head.add_row("run", record.run_id)
+    head.add_row("run", safe(record.run_id))
     head.add_row("status", f"{record.status}" + (f" ({record.exit_reason})"
                                                  if record.exit_reason else ""))
     c = record.config
-    head.add_row("task / agent / mode", f"{c.task} / {_agent_label(c.agent, 60)} / {c.mode}")
+    head.add_row("task / agent / mode",
+                 safe(f"{c.task} / {_agent_label(c.agent, 60)} / {c.mode}"))
     if record.model:
-        head.add_row("model", f"{record.model.spec}  [dim]{record.model.content_hash[:12]}[/]")
+        head.add_row("model", f"{safe(record.model.spec)}  [dim]{safe(record.model.content_hash[:12])}[/]")
     if record.agent_package or c.driver:
-        head.add_row("agent CLI / driver", f"{record.agent_package or '-'} / "
+        head.add_row("agent CLI / driver", safe(f"{record.agent_package or '-'} / "
                      f"{c.driver or '(default)'}" + (f" at {c.driver_base_url}"
-                                                     if c.driver_base_url else ""))
-    head.add_row("sandbox", ("bwrap" if record.sandboxed else "[bold red]NONE (unsandboxed)[/]")
-                 + f", network {c.network}")
+                                                     if c.driver_base_url else "")))
+    network = (f"[bold red]network {c.network} (host network shared)[/]" if c.network == "full"
+               else f"network {safe(c.network)}")
+    if c.network == "allowlist" and record.allowed_hosts:
+        network += " (" + safe(", ".join(record.allowed_hosts)) + ")"
+    head.add_row("sandbox", (safe(c.sandbox) if record.sandboxed
+                             else "[bold red]NONE (unsandboxed)[/]") + ", " + network)
     if c.tasks:
-        head.add_row("multi", f"one agent on {', '.join(c.tasks)} (runs/multi/{record.run_id})")
+        head.add_row("multi", safe(f"one agent on {', '.join(c.tasks)} (runs/multi/{record.run_id})"))
     head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
     if record.baseline:
         head.add_row("baseline", _fmt(record.baseline.score))
     if record.best:
-        head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({record.best.submission_id}), "
+        head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({safe(record.best.submission_id)}), "
                      f"improvement {record.improvement:+.2f}")
     else:
         head.add_row("best", "no valid submission")
     if record.error:
-        head.add_row("error", f"[red]{record.error}[/]")
+        head.add_row("error", f"[red]{safe(record.error)}[/]")
     if run_dir:
-        head.add_row("run directory", str(run_dir))
+        head.add_row("run directory", safe(run_dir))
     console.print(head)
     if record.submissions:
         table = Table(title="submissions")
@@ -58,16 +90,16 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
         for s in record.submissions:
             note = ("cached from " + s.cached_from if s.cached_from else
                     "" if s.valid else (s.error or "").split("\n")[0])
-            table.add_row(s.id, _fmt(s.elapsed_s), s.model_path, s.status, _fmt(s.score),
-                          "—" if s.improvement is None else f"{s.improvement:+.2f}",
-                          _fmt(s.eval_seconds), note[:120])
+            table.add_row(safe(s.id), _fmt(s.elapsed_s), safe(s.model_path), safe(s.status),
+                          _fmt(s.score), "—" if s.improvement is None else f"{s.improvement:+.2f}",
+                          _fmt(s.eval_seconds), safe(note[:120]))
         console.print(table)
 
 
 def list_runs(runs_dir: Path, console: Console) -> None:
     from a2rl.runner import load_run
 
-    table = Table(title=f"runs in {runs_dir}")
+    table = Table(title=f"runs in {safe(runs_dir)}")
     table.add_column("task/run", overflow="fold", min_width=12)
     table.add_column("agent (mode)", max_width=16, overflow="fold")
     for col in ("status", "base", "best", "Δ", "subs", "sandbox"):
@@ -77,15 +109,18 @@ def list_runs(runs_dir: Path, console: Console) -> None:
         try:
             r = load_run(path.parent)
         except Exception as exc:  # a damaged run.json must not hide the others
-            table.add_row(f"{path.parent.parent.name}/{path.parent.name}", "?",
+            table.add_row(safe(f"{path.parent.parent.name}/{path.parent.name}"), "?",
                           f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")
             continue
-        table.add_row(f"{r.config.task}/{r.run_id}", f"{_agent_label(r.config.agent, 24)} ({r.config.mode})",
-                      r.status, _fmt(r.baseline.score if r.baseline else None),
+        table.add_row(safe(f"{r.config.task}/{r.run_id}"),
+                      safe(f"{_agent_label(r.config.agent, 24)} ({r.config.mode})"),
+                      safe(r.status), _fmt(r.baseline.score if r.baseline else None),
                       _fmt(r.best.score if r.best else None),
                       "—" if r.improvement is None else f"{r.improvement:+.2f}",
-                      str(len(r.submissions)), "bwrap" if r.sandboxed else "[red]none[/]")
+                      str(len(r.submissions)),
+                      (safe(r.config.sandbox) if r.sandboxed else "[red]none[/]")
+                      + (" [red]net full[/]" if r.config.network == "full" else ""))
     if not found:
-        console.print(f"no runs under {runs_dir}")
+        console.print(f"no runs under {safe(runs_dir)}")
         return
     console.print(table)

@@ -62,8 +62,12 @@ def run(
     agent_opt: Annotated[list[str] | None, typer.Option(help="key=value for the agent.")] = None,
     task_opt: Annotated[list[str] | None, typer.Option(help="key=value (JSON values) for the "
                                                        "task.")] = None,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Run the agent without "
-                                             "bubblewrap (recorded as unsandboxed).")] = False,
+    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Same as --sandbox none "
+                                             "(recorded as unsandboxed).")] = False,
+    sandbox: Annotated[str, typer.Option(help="Sandbox backend: bwrap, podman, or none "
+                                         "(unsandboxed, recorded).")] = "bwrap",
+    allow_host: Annotated[list[str] | None, typer.Option(
+        help="Network allowlist: also allow this host (host, host:port or *.domain).")] = None,
     port: Annotated[int, typer.Option(help="Grader port (0 = pick a free one).")] = 0,
     eval_timeout: Annotated[str, typer.Option(help="Per-evaluation time limit.")] = "1h",
     grace: Annotated[float, typer.Option(help="Seconds between SIGTERM and SIGKILL.")] = 30.0,
@@ -73,22 +77,27 @@ def run(
                                                "claude-sonnet-4-5, gpt-5-codex).")] = None,
     driver_base_url: Annotated[str | None, typer.Option(
         help="Compatible endpoint for the driver instead of the provider's own.")] = None,
-    network: Annotated[str, typer.Option(help="Sandbox network: full, or none (only the grader "
-                                         "and a loopback driver endpoint).")] = "full",
+    network: Annotated[str, typer.Option(help="Sandbox network: allowlist (own namespace; "
+                                         "egress only to the agent's API host and "
+                                         "--allow-host, through a recording proxy), none (no "
+                                         "egress), or full (the host's network; flagged).")
+                       ] = "allowlist",
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
             agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
             no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
             runs_dir=runs_dir, echo_agent=echo_agent, driver=driver,
-            driver_base_url=driver_base_url, network=network)
+            driver_base_url=driver_base_url, network=network, sandbox=sandbox,
+            allow_host=allow_host or [])
 
 
 def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             agent_opt: dict[str, str], task_opt: dict[str, object], no_sandbox: bool, port: int,
             eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool,
             driver: str | None = None, driver_base_url: str | None = None,
-            network: str = "full") -> object:
+            network: str = "allowlist", sandbox: str = "bwrap",
+            allow_host: list[str] | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -102,15 +111,28 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
         eval_timeout_s = parse_duration(eval_timeout)
     except ValueError as exc:
         raise A2RLError(str(exc), "use e.g. 12h, 30m, 90s or a number of seconds") from exc
-    if network not in ("full", "none"):
-        raise A2RLError(f"unknown --network {network!r}", "use --network full or --network none")
+    if network not in ("allowlist", "full", "none"):
+        raise A2RLError(f"unknown --network {network!r}",
+                        "use --network allowlist (default), none or full")
+    from a2rl.sandbox import SANDBOX_KINDS, AllowEntry
+
+    if sandbox not in SANDBOX_KINDS:
+        raise A2RLError(f"unknown --sandbox {sandbox!r}", f"use one of: {', '.join(SANDBOX_KINDS)}")
+    if no_sandbox and sandbox not in ("bwrap", "none"):
+        raise A2RLError(f"--no-sandbox contradicts --sandbox {sandbox}", "pass only one of them")
+    for host in allow_host or []:
+        AllowEntry.parse(host)  # a malformed entry is named before any heavy step
     tasks = [t.strip() for t in task.split(",") if t.strip()] if "," in task else []
+    unsandboxed = no_sandbox or sandbox == "none"
+    # unsandboxed with the default policy: RunConfig picks `full` (there is no namespace)
+    net = {} if unsandboxed and network == "allowlist" else {"network": network}
     config = RunConfig(task=task, tasks=tasks, task_params=task_opt, agent=agent, agent_options=agent_opt,
                        model=model, mode=mode, budget_s=budget_s,
-                       sandbox="none" if no_sandbox else "bwrap", eval_timeout_s=eval_timeout_s,
+                       sandbox="none" if no_sandbox else sandbox,  # type: ignore[arg-type]
+                       eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
-                       network=network)  # type: ignore[arg-type]
+                       **net)  # type: ignore[arg-type]
     console = Console()
     if tasks:
         from a2rl.runner import run_multi
@@ -166,6 +188,24 @@ def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run 
 
     path = _find_run(run, runs_dir)
     show_run(load_run(path), Console(), path)
+
+
+@runs_app.command("repair")
+def runs_repair(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
+                runs_dir: RunsDir = None) -> None:
+    """Close the record of a run whose harness died (SIGKILL, out of memory, a lost node):
+    submissions and best from its ledger, exit reason harness_died, leftover processes killed."""
+    from rich.console import Console
+
+    from a2rl._report_console import show_run
+    from a2rl.runner._lifecycle import repair_run
+
+    path = _find_run(run, runs_dir)
+    record, killed = repair_run(path)
+    console = Console()
+    console.print(f"repaired {path}" + (f"; killed {len(killed)} leftover process(es)"
+                                         if killed else ""), highlight=False, markup=False)
+    show_run(record, console, path)
 
 
 def _find_run(run: str, runs_dir: Path | None) -> Path:

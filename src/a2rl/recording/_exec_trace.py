@@ -2,16 +2,20 @@
 time and exit status, recorded by strace (seccomp-filtered, so only exec calls stop the tracee).
 
 This is the evidence behind "a verified training experiment = an executed command that launched a
-parameter update" for any agent, scripted or LLM-driven. The trace is written to a file descriptor
-the harness opened outside the workspace; the agent's own shell closes its copy. It is an audit
-aid, not a security boundary: an agent that kills its tracer stops being traced (which the trace
-then shows, because the record ends early).
+parameter update" for any agent, scripted or LLM-driven. strace runs OUTSIDE the sandbox, around
+the sandbox's own command line (`strace -f -o <run dir>/agent/exec.log -- bwrap ... -- agent`), and
+writes the log itself: no descriptor of the log ever enters the sandbox, the tracer's process is
+outside the agent's PID namespace (it cannot be signalled, ptraced or read through /proc from
+inside), and the log's folder is not mounted. (An earlier design ran strace inside with the log
+on an inherited descriptor, and an agent appended forged `execve` lines through it.) The
+sandbox's own processes (bwrap, the network bridge) are dropped from the parsed events.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -26,7 +30,7 @@ class ExecEvent(BaseModel):
     """One line of `agent/exec.jsonl`: one process image the agent started."""
 
     pid: int
-    """Process id inside the sandbox's PID namespace."""
+    """Process id as the tracer (outside the sandbox) sees it."""
     start_s: float
     """Seconds after the agent started when the program was exec'd."""
     end_s: float | None
@@ -42,19 +46,22 @@ def strace_available() -> str | None:
     return shutil.which("strace")
 
 
-def traced_command(argv: list[str], *, strace: str, fd: int) -> list[str]:
-    """Wrap `argv` so strace logs every exec to /dev/fd/<fd>; the agent's shell closes the fd."""
+def traced_command(argv: list[str], *, strace: str, log: Path) -> list[str]:
+    """Wrap the sandbox's command line `argv` (run by the harness, outside the sandbox) so
+    strace follows every process and writes each exec to `log`, a path the sandbox cannot
+    reach."""
     return [strace, "-f", "-q", "--seccomp-bpf", "-e", "trace=execve", "-e", "signal=none",
-            "-ttt", "-s", "4096", "-o", f"/dev/fd/{fd}", "--",
-            "bash", "-c", f'exec {fd}>&-; exec "$@"', "a2rl-agent", *argv]
+            "-ttt", "-s", "4096", "-o", str(log), "--", *argv]
 
 
 def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
 
 
-def parse_exec_log(text: str, t0: float) -> list[ExecEvent]:
-    """Parse strace output; times are made relative to `t0` (the agent's start, epoch s)."""
+def parse_exec_log(text: str, t0: float, *,
+                   hide: Sequence[Sequence[str]] = ()) -> list[ExecEvent]:
+    """Parse strace output; times are made relative to `t0` (the agent's start, epoch s).
+    An exec whose argv starts with one of `hide` (the sandbox's own programs) is dropped."""
     by_pid: dict[int, ExecEvent] = {}
     done: list[ExecEvent] = []
     for line in text.splitlines():
@@ -63,6 +70,8 @@ def parse_exec_log(text: str, t0: float) -> list[ExecEvent]:
             if result != "0":
                 continue  # PATH lookups that failed
             argv = [_unescape(a) for a in _ARG.findall(args)]
+            if any(h and argv[:len(h)] == list(h) for h in hide):
+                continue
             prev = by_pid.get(pid)
             start = prev.start_s if prev else round(ts - t0, 3)
             # A process that exec's again (shims, `exec "$@"`) keeps its start, changes program.

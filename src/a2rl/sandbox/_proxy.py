@@ -1,0 +1,244 @@
+"""The egress proxy of `--network allowlist`: the only way out of the sandbox's network
+namespace. It runs in the harness (outside the sandbox), reached through the loopback bridge,
+and the agent's environment points HTTP(S)_PROXY at it. It serves `CONNECT host:port` (TLS
+tunnels) and absolute-URI HTTP requests, only to allowed hosts, and appends one JSON line per
+attempt to `agent/network.jsonl` (time, host, port, allowed or denied and why): the run's
+record of every connection the agent made or tried.
+
+Allow-list entries: `host` (ports 80 and 443), `host:port`, `*.domain` (any subdomain).
+A name that is allowed but resolves to a loopback, link-local or private address is refused
+unless the entry names that address or `localhost` itself: otherwise an allowed name
+re-pointed at 127.0.0.1 would reach the host's own services (other runs' graders).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from a2rl._errors import A2RLError
+
+_MAX_HEADER = 64 * 1024
+_DEFAULT_PORTS = (80, 443)
+# Hosts a launcher's own API lives on (when it does not say so itself): the default
+# allow-list of hosted CLI agents. `--driver-base-url` adds its host; `--allow-host` adds more.
+AGENT_API_HOSTS: dict[str, tuple[str, ...]] = {
+    "claude-code": ("api.anthropic.com", "statsig.anthropic.com"),
+    "codex": ("api.openai.com", "chatgpt.com"),
+    "gemini": ("generativelanguage.googleapis.com", "oauth2.googleapis.com"),
+    "opencode": ("api.anthropic.com", "api.openai.com", "openrouter.ai", "models.dev"),
+    "openhands": ("api.anthropic.com", "api.openai.com", "openrouter.ai"),
+}
+PACKAGE_INDEX_HOSTS = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org")
+
+
+@dataclass(frozen=True)
+class AllowEntry:
+    host: str
+    """Lower-case host name or address; a leading `*.` matches any subdomain."""
+    port: int | None
+    """None: ports 80 and 443."""
+
+    @classmethod
+    def parse(cls, spec: str) -> AllowEntry:
+        text = spec.strip().lower()
+        if "://" in text:  # a URL: keep its host and port
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(text)
+            if not parts.hostname:
+                raise A2RLError(f"--allow-host {spec!r} has no host", "e.g. --allow-host api.x.com")
+            return cls(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        host, port = text, None
+        if text.startswith("["):  # [v6]:port
+            host, _, rest = text[1:].partition("]")
+            port = int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+        elif text.count(":") == 1:
+            host, _, p = text.partition(":")
+            if not p.isdigit():
+                raise A2RLError(f"--allow-host {spec!r}: the port is not a number",
+                                "use host, host:port or *.domain")
+            port = int(p)
+        if not host or any(c in host for c in "/ @"):
+            raise A2RLError(f"--allow-host {spec!r} is not a host name",
+                            "use host, host:port or *.domain")
+        return cls(host, port)
+
+    def matches(self, host: str, port: int) -> bool:
+        if self.port is None and port not in _DEFAULT_PORTS:
+            return False
+        if self.port is not None and port != self.port:
+            return False
+        if self.host.startswith("*."):
+            return host.endswith(self.host[1:])
+        return host == self.host
+
+    @property
+    def names_local(self) -> bool:
+        """The entry itself names a local address (a test server, a local driver)."""
+        return self.host == "localhost" or _is_local(self.host)
+
+    def __str__(self) -> str:
+        return self.host if self.port is None else f"{self.host}:{self.port}"
+
+
+def _is_local(host: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified \
+        or ip.is_multicast or ip.is_reserved
+
+
+class EgressProxy:
+    """CONNECT/HTTP proxy with an allow-list; `handle` is served on the bridge's proxy socket."""
+
+    def __init__(self, allow: Iterable[str | AllowEntry], log_path: Path) -> None:
+        self.allow = [a if isinstance(a, AllowEntry) else AllowEntry.parse(a) for a in allow]
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("a")
+        self._lock = threading.Lock()
+        self.counts = {"allowed": 0, "denied": 0}
+
+    def close(self) -> None:
+        with self._lock:
+            self._log.close()
+
+    def _record(self, host: str, port: int, method: str, allowed: bool, reason: str) -> None:
+        with self._lock:
+            self.counts["allowed" if allowed else "denied"] += 1
+            if self._log.closed:
+                return
+            self._log.write(json.dumps({"t": round(time.time(), 3), "host": host[:300],
+                                        "port": port, "method": method[:16],
+                                        "allowed": allowed, "reason": reason[:300]}) + "\n")
+            self._log.flush()
+
+    async def _decide(self, host: str, port: int) -> tuple[str | None, str]:
+        """(address to connect to, reason); address None = refused."""
+        entries = [e for e in self.allow if e.matches(host, port)]
+        if not entries:
+            return None, "not on the allow-list"
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            return None, f"cannot resolve: {exc.strerror or exc}"
+        addrs = [str(i[4][0]) for i in infos]
+        if any(_is_local(a) for a in addrs) and not any(e.names_local for e in entries):
+            return None, "resolves to a local address (" + ", ".join(sorted(set(addrs))) + ")"
+        return addrs[0], "allowed by " + str(entries[0])
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._handle(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
+                ValueError, OSError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if len(head) > _MAX_HEADER:
+            return
+        request_line, _, rest = head.partition(b"\r\n")
+        parts = request_line.decode("latin-1").split()
+        if len(parts) != 3:
+            await _reply(writer, 400, "bad request")
+            return
+        method, target, version = parts
+        if method.upper() == "CONNECT":
+            host, port = _split_host_port(target, 443)
+            forward = b""
+        else:
+            from urllib.parse import urlsplit
+
+            url = urlsplit(target)
+            if url.scheme != "http" or not url.hostname:
+                self._record(target[:100], 0, method, False, "not an absolute http:// URL")
+                await _reply(writer, 400, "only CONNECT and absolute http:// URLs are proxied")
+                return
+            host, port = url.hostname, url.port or 80
+            path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            forward = f"{method} {path} {version}\r\n".encode("latin-1") + rest
+        host = host.lower().rstrip(".")
+        address, reason = await self._decide(host, port)
+        self._record(host, port, method, address is not None, reason)
+        if address is None:
+            await _reply(writer, 403, f"egress to {host}:{port} refused ({reason}); the run's "
+                         "--allow-host list decides")
+            return
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(address, port), timeout=30)
+        except (TimeoutError, OSError) as exc:
+            await _reply(writer, 502, f"cannot connect to {host}:{port}: {exc}")
+            return
+        if forward:
+            up_writer.write(forward)
+        else:
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await writer.drain()
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+def _split_host_port(target: str, default: int) -> tuple[str, int]:
+    if target.startswith("["):
+        host, _, rest = target[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default
+    host, sep, port = target.rpartition(":")
+    if not sep:
+        return target, default
+    return host, int(port)
+
+
+async def _reply(writer: asyncio.StreamWriter, code: int, text: str) -> None:
+    body = (text + "\n").encode()
+    writer.write(f"HTTP/1.1 {code} {'Forbidden' if code == 403 else 'Error'}\r\n"
+                 f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+                 "Connection: close\r\n\r\n".encode() + body)
+    with contextlib.suppress(Exception):
+        await writer.drain()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+def default_allow_list(agent: str, driver_base_url: str | None, extra: Iterable[str],
+                       *, package_indexes: bool = False) -> list[str]:
+    """The run's allow-list: the agent's API hosts (or its driver endpoint's host when one is
+    given), package indexes when the task permits them, and every `--allow-host`."""
+    hosts: list[str] = []
+    if driver_base_url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(driver_base_url)
+        if parts.hostname and not _is_local(parts.hostname) and parts.hostname != "localhost":
+            hosts.append(parts.hostname + (f":{parts.port}" if parts.port else ""))
+    else:
+        hosts += AGENT_API_HOSTS.get(agent, ())
+    if package_indexes:
+        hosts += PACKAGE_INDEX_HOSTS
+    hosts += list(extra)
+    return list(dict.fromkeys(hosts))

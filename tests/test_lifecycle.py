@@ -1,0 +1,188 @@
+"""Stopping the harness at each phase: SIGTERM/SIGHUP close run.json from the ledger and leave
+no process of the run behind; after a SIGKILL, `a2rl runs repair` does the same.
+
+a2rl runs as a real CLI process; the tests poll for each state with generous timeouts (no
+assertion on how long anything takes)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from a2rl.runner import RunRecord
+from conftest import REPO, TINY_TASK
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+AGENTS = Path(__file__).parent / "agents"
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def _agent() -> str:
+    blob = base64.b64encode((AGENTS / "lifecycle_agent.py").read_bytes()).decode()
+    return f"cmd:mkdir -p code && echo {blob} | base64 -d > code/a.py && python code/a.py"
+
+
+def _wait(what: str, check: Callable[[], object], timeout: float = 600) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := check():
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _pids_mentioning(path: Path) -> list[int]:
+    needle = str(path).encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # a zombie is dead already (its parent has not reaped it yet)
+        except OSError:
+            continue
+        if needle in cmd:
+            out.append(int(entry))
+    return out
+
+
+class Harness:
+    def __init__(self, root: Path, model: Path, home: Path, n_heldout: int = 6) -> None:
+        self.runs = root / "runs"
+        params = dict(TINY_TASK, n_heldout=n_heldout)
+        argv = [sys.executable, "-m", "a2rl.cli", "run", "--task", "arith", "--agent", _agent(),
+                "--model", str(model), "--budget", "600", "--eval-timeout", "600", "--grace",
+                "2", "--runs-dir", str(self.runs)]
+        for k, v in params.items():
+            argv += ["--task-opt", f"{k}={v}"]
+        env = dict(os.environ, A2RL_HOME=str(home),
+                   PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+        self.log = (root / "harness.log").open("wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=REPO)
+
+    @property
+    def run_dir(self) -> Path:
+        found = _wait("the run directory", lambda: sorted(self.runs.glob("arith/*/run.json")))
+        return found[0].parent  # type: ignore[index]
+
+    def record(self) -> RunRecord | None:
+        try:
+            return RunRecord.model_validate_json((self.run_dir / "run.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def ledger(self) -> list[dict]:
+        path = self.run_dir / "ledger.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+    def eval_children(self) -> list[int]:
+        return [p for p in _pids_mentioning(self.run_dir / "evals")]
+
+    def stop(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=300)
+        finally:
+            self.log.close()
+
+
+@pytest.fixture
+def harness(tmp_path: Path, tiny_model: Path, a2rl_home: Path) -> Iterator[Callable[..., Harness]]:
+    started: list[Harness] = []
+
+    def make(**kw: int) -> Harness:
+        h = Harness(tmp_path, tiny_model, a2rl_home, **kw)
+        started.append(h)
+        return h
+
+    yield make
+    for h in started:
+        if h.proc.poll() is None:
+            h.proc.kill()
+            h.proc.wait()
+        for pid in _pids_mentioning(tmp_path / "runs"):
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _no_leftovers(run_dir: Path) -> None:
+    _wait("the run's processes to be gone", lambda: not _pids_mentioning(run_dir), timeout=60)
+
+
+def test_sigterm_during_the_baseline_closes_the_run(harness: Callable[..., Harness]) -> None:
+    h = harness()
+    _wait("the baseline evaluation child",
+          lambda: (r := h.record()) and r.status == "setting_up" and h.eval_children())
+    h.stop(signal.SIGTERM)
+    rec = h.record()
+    assert rec is not None and rec.status == "failed" and rec.exit_reason == "terminated"
+    assert rec.ended_at is not None and "SIGTERM" in (rec.error or "")
+    assert rec.agent_started_at is None and rec.submissions == []
+    _no_leftovers(h.run_dir)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_in_the_agent_phase_keeps_the_scored_submission(
+        harness: Callable[..., Harness], sig: int) -> None:
+    h = harness()
+    _wait("a scored submission", lambda: any(r["status"] == "scored" for r in h.ledger()))
+    h.stop(sig)
+    rec = h.record()
+    assert rec is not None and rec.status == "failed" and rec.exit_reason == "terminated"
+    assert signal.Signals(sig).name in (rec.error or "")
+    assert [s.status for s in rec.submissions] == ["scored"]
+    assert rec.best is not None and rec.best.submission_id == rec.submissions[0].id
+    assert rec.improvement is not None and rec.timings.agent_s > 0
+    assert "AGENT-WORKING" in (h.run_dir / "agent" / "transcript.log").read_text()
+    _no_leftovers(h.run_dir)
+
+
+def test_sigterm_with_an_evaluation_in_flight(harness: Callable[..., Harness]) -> None:
+    h = harness(n_heldout=40)
+    _wait("an evaluation in flight",
+          lambda: any(r["status"] == "pending" for r in h.ledger()) and h.eval_children())
+    h.stop(signal.SIGTERM)
+    rec = h.record()
+    assert rec is not None and rec.status == "failed" and rec.exit_reason == "terminated"
+    assert rec.ended_at is not None and len(rec.submissions) == 1
+    _no_leftovers(h.run_dir)
+
+
+def test_repair_closes_a_run_whose_harness_was_killed(harness: Callable[..., Harness]) -> None:
+    h = harness(n_heldout=40)
+    _wait("an evaluation in flight",
+          lambda: any(r["status"] == "pending" for r in h.ledger()) and h.eval_children())
+    h.stop(signal.SIGKILL)
+    rec = h.record()
+    assert rec is not None and rec.status == "running" and rec.ended_at is None
+    done = subprocess.run([sys.executable, "-m", "a2rl.cli", "runs", "repair", str(h.run_dir)],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(SRC), COLUMNS="200"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rec = h.record()
+    assert rec is not None and rec.status == "failed" and rec.exit_reason == "harness_died"
+    assert rec.repaired_at is not None and len(rec.submissions) == 1
+    _no_leftovers(h.run_dir)
+    again = subprocess.run([sys.executable, "-m", "a2rl.cli", "runs", "repair", str(h.run_dir)],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, PYTHONPATH=str(SRC), COLUMNS="200"))
+    assert again.returncode == 2 and "already closed" in again.stderr

