@@ -47,8 +47,8 @@ from typing import Any, ClassVar
 
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import EventCollector, json_lines, relative_path
+from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._stream import EventCollector, as_int, relative_path
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call",
@@ -136,17 +136,40 @@ class CodexAgent(CLIAgent):
         each `usage` event carries the difference from the previous total of that thread; it
         covers every model response of the round. Codex reports no cost.
         """
+        return self.parse_transcript(lines).events
+
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        """`parse_events` plus the report. Also read: the early 0.4x item shape (`item_type`
+        instead of `type`, `assistant_message`) and the pre-0.44 `{"id", "msg": {…}}` event
+        stream (task_started, agent_message, exec_command_begin/end, patch_apply_begin/end,
+        token_count with the session's cumulative total); either with `[ISO-time] ` prefixes."""
         parser = _StreamParser()
         last = 0.0
-        for t, obj in json_lines(lines):
-            parser.feed(t, obj)
+        for t, obj in parser.read(lines):
+            if isinstance(obj.get("msg"), dict):
+                parser.legacy(t, obj["msg"])
+            else:
+                parser.feed(t, obj)
             last = t
         parser.flush(last)
-        return parser.events
+        return parser.result()
+
+
+_LEGACY_IGNORED = {"exec_command_output_delta", "agent_message_delta", "agent_reasoning_delta",
+                   "agent_reasoning_raw_content", "agent_reasoning_raw_content_delta",
+                   "agent_reasoning_section_break", "background_event", "session_configured",
+                   "turn_diff", "plan_update", "mcp_list_tools_response", "get_history_entry_response",
+                   "user_message", "turn_aborted", "shutdown_complete", "web_search_begin",
+                   "mcp_tool_call_begin"}
+"""Pre-0.44 events that carry nothing the event log needs (deltas, notices)."""
+_KNOWN = {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
+          "item.started", "item.updated", "item.completed"}
 
 
 class _StreamParser(EventCollector):
     """State of one transcript's parse (see `CodexAgent.parse_events`)."""
+
+    parser = "codex"
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,6 +181,8 @@ class _StreamParser(EventCollector):
         self.started: dict[str, tuple[float, int, dict[str, Any]]] = {}
         """Tool items started and not completed: (start time, turn, item)."""
         self.flushed: set[str] = set()
+        self.legacy_calls: dict[str, tuple[float, int, dict[str, Any]]] = {}
+        """Pre-0.44: exec/patch calls begun and not ended (start time, turn, begin event)."""
 
     def model_output(self, t: float) -> None:
         """Something the model produced: opens a new turn unless one is open."""
@@ -172,6 +197,7 @@ class _StreamParser(EventCollector):
             self.tool(item, begin, None, turn)
             self.flushed.add(item_id)
         self.started.clear()
+        self.flush_legacy(t)
 
     def feed(self, t: float, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
@@ -190,14 +216,20 @@ class _StreamParser(EventCollector):
                 self.flush(t)
             error = obj.get("error") if kind == "turn.failed" else obj
             message = error.get("message", "") if isinstance(error, dict) else ""
-            self.add("message", t, text=str(message)[:500], extra={"type": str(kind)})
+            self.error(t, str(message), str(kind))
         elif kind in ("item.started", "item.completed"):
             item = obj.get("item")
             if isinstance(item, dict):
+                if "type" not in item and "item_type" in item:  # the 0.4x shape
+                    item = {**item, "type": item["item_type"]}
+                if item.get("type") == "assistant_message":
+                    item = {**item, "type": "agent_message"}
                 self.item(t, item, done=kind == "item.completed")
+        elif kind not in _KNOWN:
+            self.reader.unknown(kind)
 
     def usage(self, t: float, usage: dict[str, Any]) -> None:
-        now = tuple(int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens",
+        now = tuple(as_int(usage.get(k)) for k in ("input_tokens", "output_tokens",
                                                      "cached_input_tokens",
                                                      "reasoning_output_tokens"))
         before = self.totals.get(self.thread, (0, 0, 0, 0))
@@ -257,3 +289,68 @@ class _StreamParser(EventCollector):
                     self.add("file_edit", end or begin, turn,
                              path=relative_path(str(change.get("path", "")), by_marker=True),
                              extra={"change": str(change.get("kind", ""))})
+
+    # ---- the pre-0.44 stream: {"id": <submission>, "msg": {"type": …}} ---------------------
+    def legacy(self, t: float, msg: dict[str, Any]) -> None:
+        kind = str(msg.get("type"))
+        if kind == "task_started":
+            self.in_response = False
+        elif kind in ("agent_message", "agent_reasoning"):
+            if self.tool_started:
+                self.in_response = False
+            self.model_output(t)
+            if kind == "agent_message":
+                self.add("message", t, text=str(msg.get("message", ""))[:500])
+        elif kind in ("exec_command_begin", "patch_apply_begin", "mcp_tool_call_begin"):
+            self.model_output(t)
+            self.tool_started = True
+            self.legacy_calls[str(msg.get("call_id", ""))] = (t, self.turn, msg)
+        elif kind in ("exec_command_end", "patch_apply_end", "mcp_tool_call_end"):
+            self.in_response = False
+            begin_t, turn, begin = self.legacy_calls.pop(str(msg.get("call_id", "")),
+                                                        (t, max(self.turn, 0), msg))
+            self.legacy_tool(begin, msg, begin_t, t, turn)
+        elif kind == "token_count":
+            info = msg.get("info")
+            total = info.get("total_token_usage") if isinstance(info, dict) else msg
+            if isinstance(total, dict):
+                self.usage(t, total)
+        elif kind in ("error", "stream_error"):
+            self.error(t, str(msg.get("message", "")), f"msg:{kind}")
+        elif kind == "task_complete":
+            self.flush_legacy(t)
+            self.in_response = False
+        elif kind not in _LEGACY_IGNORED:
+            self.reader.unknown(f"msg:{kind}")
+
+    def flush_legacy(self, t: float) -> None:
+        """The round ended: calls begun and never ended are reported without an end."""
+        for begin_t, turn, begin in self.legacy_calls.values():
+            self.legacy_tool(begin, None, begin_t, None, turn)
+        self.legacy_calls.clear()
+
+    def legacy_tool(self, begin: dict[str, Any], end: dict[str, Any] | None, begin_t: float,
+                    end_t: float | None, turn: int) -> None:
+        kind = str(begin.get("type"))
+        if kind.startswith("exec_command"):
+            argv = begin.get("command")
+            command = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv or "")
+            code = (end or {}).get("exit_code")
+            self.add("tool_call", begin_t, turn, name="command_execution")
+            self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
+                     exit_code=code if isinstance(code, int) and end is not None else None,
+                     extra={"status": "completed" if end is not None else "running"})
+        elif kind.startswith("patch_apply"):
+            self.add("tool_call", begin_t, turn, name="file_change")
+            changes = begin.get("changes")
+            if end is not None and end.get("success") is False:
+                return  # the patch did not apply: nothing written
+            for path, change in (changes.items() if isinstance(changes, dict) else []):
+                what = next(iter(change), "") if isinstance(change, dict) else ""
+                self.add("file_edit", end_t or begin_t, turn,
+                         path=relative_path(str(path), by_marker=True), extra={"change": what})
+        else:
+            inv: dict[str, Any] = begin["invocation"] if isinstance(begin.get("invocation"),
+                                                                   dict) else {}
+            self.add("tool_call", begin_t, turn,
+                     name=f"mcp:{inv.get('server', '')}/{inv.get('tool', '')}")
