@@ -34,7 +34,7 @@ from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl.agents._agent import Agent, AgentContext
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
-from a2rl.agents._stream import PARSE_REPORT, finish_report, read_transcript
+from a2rl.agents._stream import PARSE_REPORT, finish_report, jsonl_line, read_transcript
 
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""
@@ -293,8 +293,7 @@ class CLIAgent(Agent):
         """Parse agent/transcript.log into agent/events.jsonl (and what could not be read into
         agent/parse_report.json); returns the number of events."""
         parsed = self.parse_transcript(list(read_transcript(agent_dir)))
-        (agent_dir / "events.jsonl").write_text("".join(e.model_dump_json() + "\n"
-                                                        for e in parsed.events))
+        (agent_dir / "events.jsonl").write_text("".join(jsonl_line(e) for e in parsed.events))
         (agent_dir / PARSE_REPORT).write_text(parsed.report.model_dump_json(indent=2) + "\n")
         return len(parsed.events)
 

@@ -306,7 +306,7 @@ class ClaudeCodeParser(EventCollector):
             # 2.0.x: a failed command's result is only its output, marked is_error.
             ev.exit_code = 1
             ev.extra["exit_code_source"] = "is_error"
-            ev.extra["error"] = text[:200]
+            ev.extra["output"] = text[:200]
         else:
             ev.exit_code = 0
 

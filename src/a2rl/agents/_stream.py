@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult
 
 PARSE_REPORT = "parse_report.json"
@@ -48,6 +50,19 @@ MAX_OBJECT_LINES = 20000
 """Longest pretty-printed object read (an unclosed `{` would otherwise swallow the rest)."""
 SAMPLES = 5
 SAMPLE_CHARS = 200
+
+
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def jsonl_line(record: BaseModel) -> str:
+    """One JSONL line of a record. JSON leaves U+2028, U+2029 and U+0085 unescaped, but
+    str.splitlines breaks lines at them, so readers that split with it would cut a record
+    in two: they are written as escapes (still the same JSON)."""
+    text = record.model_dump_json()
+    for raw, escaped in _LINE_BREAKS.items():
+        text = text.replace(raw, escaped)
+    return text + "\n"
 
 
 def parse_stamp(text: str) -> float | None:
@@ -87,7 +102,10 @@ class TranscriptReader:
         self.report = report
         report.lines = len(self.lines)
         self.has_times = any(t for t, _ in self.lines)
+        self.stamped = False
+        """Whether the object last yielded had a time prefix (it then gives the time)."""
         self.t0: float | None = None
+        self.last_time: float | None = None
         """Epoch time of the first time-stamped line (time 0 when the transcript has none)."""
 
     def unknown(self, kind: object) -> None:
@@ -106,16 +124,22 @@ class TranscriptReader:
             self.report.cli_errors.append(text[:500])
 
     def time_of(self, t: float, stamp: float | None) -> float:
-        if stamp is None or self.has_times:
+        """The time of a line: its arrival time when the transcript has them, else its
+        prefix's time since the first prefix (a line without one: the last prefix's)."""
+        if self.has_times:
             return t
+        if stamp is None:
+            return self.last_time if self.last_time is not None else t
         if self.t0 is None:
             self.t0 = stamp
-        return max(0.0, stamp - self.t0)
+        self.last_time = round(max(0.0, stamp - self.t0), 3)
+        return self.last_time
 
     def event_time(self, t: float, iso: object) -> float:
-        """`t`, or, when the transcript has no times, the event's own ISO `timestamp` field
-        relative to the first time seen (OpenHands and Gemini CLI stamp their events)."""
-        if self.has_times or not isinstance(iso, str):
+        """`t`, or, when the transcript has neither arrival times nor a prefix on this line,
+        the event's own ISO `timestamp` field relative to the first time seen (OpenHands and
+        Gemini CLI stamp their events)."""
+        if self.has_times or self.stamped or not isinstance(iso, str):
             return t
         return self.time_of(t, parse_stamp(iso))
 
@@ -181,6 +205,7 @@ class TranscriptReader:
             if not isinstance(obj, dict):
                 self.unknown(f"<{type(obj).__name__}>")
                 continue
+            self.stamped = stamp is not None
             yield self.time_of(t, stamp), obj
 
 

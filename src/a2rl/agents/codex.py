@@ -146,6 +146,8 @@ class CodexAgent(CLIAgent):
         parser = _StreamParser()
         last = 0.0
         for t, obj in parser.read(lines):
+            if "type" not in obj and "msg" not in obj and _LEGACY_HEADER & obj.keys():
+                continue  # pre-0.44: the config summary and the prompt, printed first
             if isinstance(obj.get("msg"), dict):
                 parser.legacy(t, obj["msg"])
             else:
@@ -162,6 +164,7 @@ _LEGACY_IGNORED = {"exec_command_output_delta", "agent_message_delta", "agent_re
                    "user_message", "turn_aborted", "shutdown_complete", "web_search_begin",
                    "mcp_tool_call_begin"}
 """Pre-0.44 events that carry nothing the event log needs (deltas, notices)."""
+_LEGACY_HEADER = {"prompt", "model", "provider", "sandbox", "workdir", "approval"}
 _KNOWN = {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
           "item.started", "item.updated", "item.completed"}
 
@@ -339,7 +342,8 @@ class _StreamParser(EventCollector):
             self.add("tool_call", begin_t, turn, name="command_execution")
             self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
                      exit_code=code if isinstance(code, int) and end is not None else None,
-                     extra={"status": "completed" if end is not None else "running"})
+                     extra={"status": "running" if end is None else
+                            "completed" if code == 0 else "failed"})
         elif kind.startswith("patch_apply"):
             self.add("tool_call", begin_t, turn, name="file_change")
             changes = begin.get("changes")

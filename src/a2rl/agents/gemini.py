@@ -77,6 +77,8 @@ SIDE_ALIASES = ("classifier", "prompt-completion", "fast-ack-helper", "edit-corr
                 "chat-compression-default", "agent-history-provider-summarizer")
 """The CLI's model-config aliases of its side calls (settings reference, modelConfigs)."""
 _EXIT = re.compile(r"^Command exited with code: (-?\d+)\s*$")
+_EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+"""Older CLIs return the shell tool's whole report (Command:, Output:, Exit Code: …)."""
 _CWD = re.compile(r"Working directory: `([^`]+)`")
 
 
@@ -217,7 +219,8 @@ class _Parser(EventCollector):
         if ev is None:
             return
         ev.end_s = t
-        match = _EXIT.match(str(obj.get("output") or ""))
+        output = str(obj.get("output") or "")
+        match = _EXIT.match(output) or _EXIT_LINE.search(output)
         if match:
             ev.exit_code = int(match.group(1))
         if obj.get("status") == "error":

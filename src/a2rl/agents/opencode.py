@@ -235,8 +235,8 @@ def parse_stream(lines: Iterable[tuple[float, str]], workspace: Path | None = No
         if kind not in _KNOWN:
             reader.unknown(kind)
             continue
-        if isinstance(obj.get("timestamp"), (int, float)):  # epoch ms: the time without times
-            t = reader.time_of(t, float(obj["timestamp"]) / 1000)
+        if isinstance(obj.get("timestamp"), (int, float)) and not reader.stamped:
+            t = reader.time_of(t, float(obj["timestamp"]) / 1000)  # epoch ms, without times
         part: dict[str, Any] = obj["part"] if isinstance(obj.get("part"), dict) else {}
         if kind == "step_start":
             turn += 1
