@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from a2rl.agents import get_agent
+from a2rl.agents import get_agent, read_lines, read_parse_report
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
 from a2rl.agents._stream import PARSE_REPORT, TranscriptReader, read_transcript, strip_stamp
 
@@ -342,3 +342,29 @@ def test_write_events_writes_the_parse_report(tmp_path: Path) -> None:
     texts = [json.loads(x).get("text") for x in (agent_dir / "events.jsonl").read_text()
              .splitlines()]
     assert "Starting\u2028the second training run." in texts
+    stored = read_parse_report(agent_dir)
+    assert stored is not None and stored.unparsed_samples == report["unparsed_samples"]
+    assert read_parse_report(tmp_path) is None
+
+
+def test_a_transcript_file_of_another_harness_reads_with_its_prefix_times() -> None:
+    """read_lines: a file without arrival times (what `a2rl import` hands the parsers)."""
+    rel = "claude_code/v2.1_resumed_ts.jsonl"
+    lines = read_lines(STREAMS / rel)
+    assert lines == load(rel)
+    assert read_lines(STREAMS / rel, ["5.5"])[0][0] == 5.5
+
+
+def test_claude_task_event_for_a_finished_foreground_call_changes_nothing() -> None:
+    def j(obj: object) -> tuple[float, str]:
+        return 1.0, json.dumps(obj)
+
+    lines = [j({"type": "assistant", "message": {"id": "m1", "content": [
+                 {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+             j({"type": "user", "message": {"content": [
+                 {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]}}),
+             (2.0, json.dumps({"type": "system", "subtype": "task_notification",
+                               "task_id": "bx", "tool_use_id": "t1", "status": "failed",
+                               "summary": "failed with exit code 3"}))]
+    (cmd,) = of(get_agent("claude-code").parse_events(lines), "command")
+    assert (cmd.exit_code, cmd.end_s, cmd.extra) == (0, 1.0, {})

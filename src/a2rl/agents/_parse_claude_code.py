@@ -135,6 +135,8 @@ class ClaudeCodeParser(EventCollector):
             if ev is None and obj.get("tool_use_id"):
                 # a task launched by a Bash call (local_agent tasks name a Task call instead)
                 ev = self.by_call.get(str(obj["tool_use_id"]))
+                if ev is not None and ev.end_s is not None and not ev.extra.get("background"):
+                    ev = None  # that call already finished in the foreground
                 if ev is not None and task_id:
                     self.background[task_id] = ev
                     ev.extra.update(background="true", task_id=task_id)

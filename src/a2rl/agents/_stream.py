@@ -25,19 +25,36 @@ WORKSPACE_MARKER = "/workspace/"
 """Every a2rl workspace is a folder named `workspace` (single task and multi root alike)."""
 
 
-def read_transcript(agent_dir: Path) -> Iterable[tuple[float, str]]:
-    """(seconds since the agent started, line) for each line of the transcript. The times come
-    from `transcript.times`, written beside it by the supervisor (0.0 when absent)."""
-    text = (agent_dir / "transcript.log").read_text(errors="replace")
-    times_path = agent_dir / "transcript.times"
-    times = times_path.read_text().split() if times_path.exists() else []
-    # Split on "\n" only, as the supervisor timed the lines: str.splitlines would also split
-    # inside a JSON line at U+2028/U+2029 or \x1c-\x1e (Node prints them unescaped).
-    lines = text.split("\n")
+def read_lines(path: Path, times: list[str] | None = None) -> list[tuple[float, str]]:
+    """(time, line) for each line of a transcript file: the times given (seconds since the
+    agent started, one per line), else 0.0, so that a `[ISO-time] ` prefix or the events'
+    own timestamps give the time (a transcript another harness wrote). Lines are split on
+    "\n" only, as the supervisor timed them: str.splitlines would also split inside a JSON
+    line at U+2028/U+2029 or \x1c-\x1e (Node prints them unescaped)."""
+    lines = path.read_text(errors="replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    for i, line in enumerate(lines):
-        yield (float(times[i]) if i < len(times) else 0.0), line.removesuffix("\r")
+    times = times or []
+    return [(float(times[i]) if i < len(times) else 0.0, line.removesuffix("\r"))
+            for i, line in enumerate(lines)]
+
+
+def read_transcript(agent_dir: Path) -> list[tuple[float, str]]:
+    """(seconds since the agent started, line) for each line of agent/transcript.log. The
+    times come from `transcript.times`, written beside it by the supervisor (0.0 when
+    absent)."""
+    times_path = agent_dir / "transcript.times"
+    return read_lines(agent_dir / "transcript.log",
+                      times_path.read_text().split() if times_path.exists() else None)
+
+
+def read_parse_report(agent_dir: Path) -> ParseReport | None:
+    """agent/parse_report.json (what the transcript parser could not read), or None for runs
+    made before it existed or by agents without a parser."""
+    path = agent_dir / PARSE_REPORT
+    if not path.exists():
+        return None
+    return ParseReport.model_validate_json(path.read_text())
 
 
 _STAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
