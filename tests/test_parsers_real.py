@@ -255,6 +255,35 @@ def test_claude_usage_above_the_cli_total_is_corrected_loudly() -> None:
     assert any("more tokens than the CLI's own total" in w for w in result.report.warnings)
 
 
+def test_claude_model_usage_restarting_with_each_process() -> None:
+    """A CLI whose cumulative modelUsage restarts with each process (not restored by
+    --resume): round 2's modelUsage is its own total even when larger than round 1's."""
+    def j(obj: object) -> tuple[float, str]:
+        return 0.0, json.dumps(obj)
+
+    def response(mid: str, inp: int, out: int) -> tuple[float, str]:
+        return j({"type": "assistant", "message": {"id": mid, "content": [],
+                  "usage": {"input_tokens": inp, "output_tokens": out}}})
+
+    def result(inp: int, out: int) -> tuple[float, str]:
+        return j({"type": "result", "subtype": "success", "session_id": "s",
+                  "modelUsage": {"m": {"inputTokens": inp, "outputTokens": out,
+                                       "costUSD": 0.001}}})
+
+    lines = [response("a", 1000, 50), result(1000, 50),
+             response("b", 3000, 70), response("c", 3500, 80), result(6500, 150)]
+    usage = of(get_agent("claude-code").parse_events(lines), "usage")
+    assert (sum(e.input_tokens or 0 for e in usage), sum(e.output_tokens or 0 for e in usage)) \
+        == (7500, 200)
+    assert usage[-1].extra["total_from"] == "modelUsage"
+    # restored by --resume instead (cumulative 7500/200 at the second result): the growth
+    cumulative = [*lines[:4], result(7500, 200)]
+    usage = of(get_agent("claude-code").parse_events(cumulative), "usage")
+    assert (sum(e.input_tokens or 0 for e in usage), sum(e.output_tokens or 0 for e in usage)) \
+        == (7500, 200)
+    assert usage[-1].extra["total_from"] == "modelUsage growth"
+
+
 def test_claude_repeated_copies_keep_the_final_output_count() -> None:
     """2.0.x prints a response once per content block with the same id; the earlier copies
     carry a provisional output count: one usage event, the largest count."""

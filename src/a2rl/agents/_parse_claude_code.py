@@ -22,7 +22,9 @@ Usage: one `usage` event per model response (per message id, never per repeated 
 input = input + cache_creation + cache_read tokens (the whole prompt), its output the largest
 count seen (message_delta's final one, else the last copy's). At each `result` the round's
 total as the CLI counted it wins: `model_usage_since_last_result` (2.1.x), else the growth of
-the cumulative `modelUsage` since the last result of that session, else the result's `usage`.
+the cumulative `modelUsage` since the last result of that session (or the whole modelUsage
+when that growth is below what the stream showed this round: a CLI whose count restarts with
+each process), else the result's `usage`.
 One more `usage` event (extra source=result) carries the round's cost and the difference to
 the CLI's total: positive for tokens the stream did not show (side calls, subagents, output
 counts without partial messages), negative (extra correction=1, and a warning in the report)
@@ -346,9 +348,15 @@ class ClaudeCodeParser(EventCollector):
             return (*model_sum(since), "model_usage_since_last_result")
         if isinstance(cumulative, dict) and cumulative:
             now = self.model_totals[session]
-            if before is not None and all(a >= b for a, b in zip(now, before, strict=True)):
-                return (now[0] - before[0], now[1] - before[1], now[2] - before[2],
-                        "modelUsage growth")
+            growth = (now[0] - before[0], now[1] - before[1], now[2] - before[2]) \
+                if before is not None else None
+            # modelUsage is cumulative over the session, restored by --resume in some versions
+            # and per process in others: the growth since the last result is this round's
+            # total unless it is less than what the stream itself showed this round (then
+            # the count restarted with this process).
+            if growth is not None and min(growth) >= 0 and \
+                    growth[0] >= self.round_in * 0.98 and growth[1] >= self.round_out * 0.98:
+                return (*growth, "modelUsage growth")
             return (*now, "modelUsage")
         usage = obj.get("usage") or {}
         tok_in = (as_int(usage.get("input_tokens")) + as_int(usage.get("cache_read_input_tokens"))
