@@ -384,6 +384,26 @@ def test_a_transcript_file_of_another_harness_reads_with_its_prefix_times() -> N
     assert read_lines(STREAMS / rel, ["5.5"])[0][0] == 5.5
 
 
+def test_claude_structured_background_marker_without_known_wording() -> None:
+    """2.x prints `tool_use_result.backgroundTaskId` beside a backgrounded command's result:
+    it marks the launch even when the text is worded in a way the parser does not know."""
+    def j(obj: object) -> tuple[float, str]:
+        return 1.0, json.dumps(obj)
+
+    lines = [j({"type": "assistant", "message": {"id": "m1", "content": [
+                 {"type": "tool_use", "id": "t1", "name": "Bash",
+                  "input": {"command": "python train.py"}}]}}),
+             j({"type": "user", "message": {"content": [
+                 {"type": "tool_result", "tool_use_id": "t1", "content": "Moved to background."}]},
+                "tool_use_result": {"stdout": "", "stderr": "", "interrupted": False,
+                                    "backgroundTaskId": "bz1"}}),
+             (9.0, json.dumps({"type": "system", "subtype": "task_updated", "task_id": "bz1",
+                               "patch": {"status": "completed"}}))]
+    (cmd,) = of(get_agent("claude-code").parse_events(lines), "command")
+    assert (cmd.exit_code, cmd.end_s, cmd.extra["task_id"]) == (0, 9.0, "bz1")
+    assert cmd.extra["exit_code_source"] == "status"
+
+
 def test_claude_task_event_for_a_finished_foreground_call_changes_nothing() -> None:
     def j(obj: object) -> tuple[float, str]:
         return 1.0, json.dumps(obj)

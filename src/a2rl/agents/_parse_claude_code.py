@@ -113,7 +113,8 @@ class ClaudeCodeParser(EventCollector):
             elif kind == "assistant":
                 self.assistant(t, obj.get("message") or {}, obj.get("parent_tool_use_id"))
             elif kind == "user":
-                self.user(t, obj.get("message") or {})
+                extra = obj.get("tool_use_result")
+                self.user(t, obj.get("message") or {}, extra if isinstance(extra, dict) else {})
             elif kind == "result":
                 self.on_result(t, obj)
             elif kind not in KNOWN_TYPES:
@@ -253,7 +254,10 @@ class ClaudeCodeParser(EventCollector):
                                            path=relative_path(args[EDIT_TOOLS[name]], [self.cwd]))
 
     # ---- tool results ----------------------------------------------------------------------
-    def user(self, t: float, message: dict[str, Any]) -> None:
+    def user(self, t: float, message: dict[str, Any], outcome: dict[str, Any]) -> None:
+        """A user message: tool results (with the CLI's structured `tool_use_result` beside
+        them in 2.x: `backgroundTaskId` marks a command that went on in the background) or
+        a task notification."""
         content = message.get("content")
         if isinstance(content, str):
             self.notification(t, content)
@@ -264,7 +268,7 @@ class ClaudeCodeParser(EventCollector):
             if block.get("type") == "text":
                 self.notification(t, str(block.get("text") or ""))
             elif block.get("type") == "tool_result":
-                self.tool_result(t, block)
+                self.tool_result(t, block, outcome)
 
     def notification(self, t: float, text: str) -> None:
         """A `<task-notification>` the CLI hands the model when a background task ends."""
@@ -277,7 +281,7 @@ class ClaudeCodeParser(EventCollector):
                              int(code) if re.fullmatch(r"-?\d+", code) else None,
                              tags.get("summary", ""), "notification")
 
-    def tool_result(self, t: float, block: dict[str, Any]) -> None:
+    def tool_result(self, t: float, block: dict[str, Any], outcome: dict[str, Any]) -> None:
         call_id = str(block.get("tool_use_id"))
         text, failed = _text(block.get("content")), bool(block.get("is_error"))
         name = self.tool_names.get(call_id, "")
@@ -294,13 +298,14 @@ class ClaudeCodeParser(EventCollector):
             return
         match = _EXIT.match(text)
         launched = _BACKGROUND.search(text)
-        if not failed and (launched or ev.extra.get("background") == "true"):
+        task_id = str(outcome.get("backgroundTaskId") or (launched.group(1) if launched else ""))
+        if not failed and (task_id or ev.extra.get("background") == "true"):
             # Only the launch was acknowledged: the command runs on; its end comes later.
             ev.extra["background"] = "true"
             ev.extra.setdefault("status", "running")
-            if launched:
-                ev.extra["task_id"] = launched.group(1)
-                self.background[launched.group(1)] = ev
+            if task_id:
+                ev.extra["task_id"] = task_id
+                self.background[task_id] = ev
             return
         ev.end_s = t
         if match:
