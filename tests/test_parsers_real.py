@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from a2rl.agents import get_agent, read_lines, read_parse_report
+from a2rl.agents import detect_cli, get_agent, read_lines, read_parse_report
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
 from a2rl.agents._stream import PARSE_REPORT, TranscriptReader, read_transcript, strip_stamp
 
@@ -417,3 +417,20 @@ def test_claude_task_event_for_a_finished_foreground_call_changes_nothing() -> N
                                "summary": "failed with exit code 3"}))]
     (cmd,) = of(get_agent("claude-code").parse_events(lines), "command")
     assert (cmd.exit_code, cmd.end_s, cmd.extra) == (0, 1.0, {})
+
+
+@pytest.mark.parametrize("rel", sorted(str(p.relative_to(STREAMS)) for p in STREAMS.rglob("*")
+                                       if p.suffix in (".jsonl", ".log")))
+def test_detect_cli_tells_each_format(rel: str) -> None:
+    expected = {"claude_code": "claude-code"}.get(rel.split("/")[0], rel.split("/")[0])
+    assert detect_cli(load(rel)) == expected
+
+
+def test_detect_cli_on_the_recorded_pinned_streams_and_on_noise() -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    for name, agent in [("claude_code_stream.jsonl", "claude-code"), ("codex_stream.jsonl",
+                        "codex"), ("gemini_stream.jsonl", "gemini"),
+                        ("opencode_stream.jsonl", "opencode"),
+                        ("openhands_stream.jsonl", "openhands")]:
+        assert detect_cli(read_lines(fixtures / name)) == agent
+    assert detect_cli([(0.0, "plain"), (0.0, "{\"x\": 1}")]) is None

@@ -169,10 +169,13 @@ class ClaudeCodeParser(EventCollector):
         known = ev.extra.get("exit_code_source")
         if ev.end_s is None:
             ev.end_s = t
-        if ev.exit_code is None or known in ("status", None) and not inferred:
+        # The first report ends the command; a later one with an explicit code (the
+        # notification's summary after task_updated's bare status) refines its exit code.
+        if ev.extra.get("status") in (None, "running") or \
+                (known in ("status", None) and not inferred):
             ev.exit_code = code
             ev.extra["exit_code_source"] = "status" if inferred else source
-        ev.extra["status"] = status
+            ev.extra["status"] = status
 
     # ---- model responses -------------------------------------------------------------------
     def new_message(self, t: float, msg_id: str, model: str | None,

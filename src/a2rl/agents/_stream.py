@@ -1,9 +1,13 @@
 """Reading a CLI's transcript: what every launcher's `parse_events` has in common.
 
 A transcript is the CLI's stdout/stderr (`agent/transcript.log`) with the arrival time of each
-line (`agent/transcript.times`). The CLIs print JSON event lines mixed with plain log lines;
-each launcher walks the JSON objects with its own rules, collecting `AgentEvent`s into an
-`EventCollector`.
+line (`agent/transcript.times`), or a transcript another harness stored (`read_lines`; e.g.
+PostTrainBench's, every line prefixed with `[ISO-time] `). The CLIs print JSON event lines
+mixed with plain log lines; `TranscriptReader` yields the JSON objects (one per line, or
+pretty-printed over several lines) and counts what it cannot read in a `ParseReport`; each
+launcher walks the objects with its own rules, collecting `AgentEvent`s into an
+`EventCollector`, and `finish_report` turns the counts into warnings. `CLIAgent.write_events`
+writes the events to agent/events.jsonl and the report to agent/parse_report.json.
 """
 
 from __future__ import annotations

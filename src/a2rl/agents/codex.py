@@ -162,7 +162,8 @@ _LEGACY_IGNORED = {"exec_command_output_delta", "agent_message_delta", "agent_re
                    "agent_reasoning_section_break", "background_event", "session_configured",
                    "turn_diff", "plan_update", "mcp_list_tools_response", "get_history_entry_response",
                    "user_message", "turn_aborted", "shutdown_complete", "web_search_begin",
-                   "mcp_tool_call_begin"}
+                   "web_search_end", "exec_approval_request", "apply_patch_approval_request",
+                   "patch_apply_output_delta", "mcp_startup_update", "mcp_startup_complete"}
 """Pre-0.44 events that carry nothing the event log needs (deltas, notices)."""
 _LEGACY_HEADER = {"prompt", "model", "provider", "sandbox", "workdir", "approval"}
 _KNOWN = {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
