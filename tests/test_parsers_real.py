@@ -434,3 +434,22 @@ def test_detect_cli_on_the_recorded_pinned_streams_and_on_noise() -> None:
                         ("openhands_stream.jsonl", "openhands")]:
         assert detect_cli(read_lines(fixtures / name)) == agent
     assert detect_cli([(0.0, "plain"), (0.0, "{\"x\": 1}")]) is None
+
+
+@pytest.mark.parametrize("name,agent", [
+    ("claude_code_stream.jsonl", "claude-code"), ("codex_stream.jsonl", "codex"),
+    ("gemini_stream.jsonl", "gemini"), ("opencode_stream.jsonl", "opencode"),
+    ("openhands_stream.jsonl", "openhands")])
+def test_recorded_pinned_streams_read_the_same_when_prefixed(name: str, agent: str) -> None:
+    """The recorded streams of the pinned CLIs, stored the PostTrainBench way (prefix on
+    every line, seconds precision, no arrival times): the same events, times from prefixes."""
+    lines = read_lines(Path(__file__).parent / "fixtures" / name)
+    prefixed = [(0.0, f"[2026-04-03T14:{i // 60 % 60:02d}:{i % 60:02d}Z] {text}")
+                for i, (_, text) in enumerate(lines)]
+    plain = get_agent(agent).parse_transcript([(float(i), s) for i, (_, s) in enumerate(lines)])
+    stamped = get_agent(agent).parse_transcript(prefixed)
+    strip = {"t_s", "end_s"}
+    assert [e.model_dump(exclude=strip) for e in stamped.events] == \
+        [e.model_dump(exclude=strip) for e in plain.events] != []
+    assert stamped.report.timestamp_prefixed == len(lines)
+    assert max(e.t_s for e in stamped.events) > 0
