@@ -91,6 +91,9 @@ CASES = [
     Case("codex", "codex/exec_legacy_msg.jsonl", 7, [CE, FC, CE, FC, FC, CE],
          [("ls", 0), (TRAIN, 1), (TRAIN, 0)], ["code/train.py", "code/train.py"],
          (60000, 2600)),
+    Case("codex", "codex/rollout_session.jsonl", 6, [CE, FC, CE, FC, CE],
+         [("ls", 0), (TRAIN, 1), (TRAIN, 0)], ["code/train.py", "code/train.py"],
+         (38000, 1150)),
     Case("codex", "codex/exec_failed_ts.jsonl", 2, [CE, CE],
          [("nvidia-smi", 0), (TRAIN, None)], cli_errors=2),
     # ---- Gemini CLI -------------------------------------------------------------------------

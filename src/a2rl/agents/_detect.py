@@ -16,7 +16,9 @@ SAMPLE_OBJECTS = 400
 
 def _vote(obj: dict[str, Any]) -> str | None:
     kind = obj.get("type")
-    if isinstance(obj.get("msg"), dict) or kind in ("thread.started", "turn.started",
+    if isinstance(obj.get("msg"), dict) or isinstance(obj.get("payload"), dict) and kind in (
+            "session_meta", "response_item", "event_msg", "turn_context") or kind in (
+            "thread.started", "turn.started",
                                                     "turn.completed", "turn.failed",
                                                     "item.started", "item.completed"):
         return "codex"
