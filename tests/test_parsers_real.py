@@ -79,6 +79,9 @@ CASES = [
     Case("claude-code", "claude_code/v2.1_subagent.jsonl", 6, ["Task"] + ["Bash"] * 4,
          [("ls data/", 0), ("wc -l data/train.jsonl", 0), ("python code/prep.py", 0),
           (TRAIN, 137)], [], (14360, 360), 0.027142, cli_errors=1),
+    Case("claude-code", "claude_code/session_file_v2.0.jsonl", 4, ["Bash", "BashOutput", "Bash"],
+         [("python code/train.py > train.log 2>&1", 1), ("nvidia-smi", 1)], [],
+         (4203 + 4506 + 4756 + 4876, 130 + 40 + 35 + 22)),
     # ---- Codex ------------------------------------------------------------------------------
     *[Case("codex", f"codex/exec_current{ts}.jsonl", 6, [CE, FC, CE, FC, CE],
            [("ls -la", 0), (TRAIN, 1), (TRAIN, 0)], ["code/train.py", "code/train.py"],
@@ -456,3 +459,13 @@ def test_recorded_pinned_streams_read_the_same_when_prefixed(name: str, agent: s
         [e.model_dump(exclude=strip) for e in plain.events] != []
     assert stamped.report.timestamp_prefixed == len(lines)
     assert max(e.t_s for e in stamped.events) > 0
+
+
+def test_claude_session_file_takes_times_from_its_timestamps() -> None:
+    """A session file read without arrival times: each line's own `timestamp` (4 s apart)."""
+    events = get_agent("claude-code").parse_events(
+        read_lines(STREAMS / "claude_code" / "session_file_v2.0.jsonl"))
+    train, smi = of(events, "command")
+    # lines: prompt 0 s, text 4, Bash call 8, launch 12, poll 16, its result 20, nvidia-smi 24…
+    assert (train.t_s, train.end_s, smi.t_s, smi.end_s) == (8.0, 20.0, 24.0, 28.0)
+    assert train.extra["exit_code_source"] == "tool:BashOutput"

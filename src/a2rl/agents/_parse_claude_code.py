@@ -18,6 +18,10 @@ Shapes read (2.0.x and 2.1.x):
   message, or the results of BashOutput (2.0.x) / TaskOutput (2.1.x) polls and KillShell /
   TaskStop calls. A command still running when the transcript ends keeps exit_code None.
 
+Session files (~/.claude/projects/<project>/<session>.jsonl) have the same assistant/user
+lines with a `timestamp` each (used when the transcript has no times) and `toolUseResult`
+for `tool_use_result`, but no `result` events: their usage is the per-response one.
+
 Usage: one `usage` event per model response (per message id, never per repeated copy), its
 input = input + cache_creation + cache_read tokens (the whole prompt), its output the largest
 count seen (message_delta's final one, else the last copy's). At each `result` the round's
@@ -103,6 +107,7 @@ class ClaudeCodeParser(EventCollector):
     def run(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
         for t, obj in self.read(lines):
             kind = obj.get("type")
+            t = self.reader.event_time(t, obj.get("timestamp"))  # session files stamp lines
             if "a2rl_session" in obj:
                 if (obj["a2rl_session"] or {}).get("event") == "round_start":
                     self.round_in = self.round_out = 0
@@ -113,7 +118,7 @@ class ClaudeCodeParser(EventCollector):
             elif kind == "assistant":
                 self.assistant(t, obj.get("message") or {}, obj.get("parent_tool_use_id"))
             elif kind == "user":
-                extra = obj.get("tool_use_result")
+                extra = obj.get("tool_use_result") or obj.get("toolUseResult")
                 self.user(t, obj.get("message") or {}, extra if isinstance(extra, dict) else {})
             elif kind == "result":
                 self.on_result(t, obj)
