@@ -347,6 +347,11 @@ def test_reader_prefixes_pretty_objects_and_unreadable_lines() -> None:
     assert report.multiline_objects == 1 and report.json_objects == 3
     assert report.unparsed_lines == 3  # the cut line and the two lines of the unclosed object
     assert report.timestamp_prefixed == 6 and report.text_lines == 2  # "plain…", "[]"
+    # a stray "{" line (a program's output) does not swallow the JSON lines after it
+    stray = [(0.0, "{"), (0.0, "not json"), (0.0, "{\"e\": 5}")]
+    report = ParseReport()
+    assert [o for _, o in TranscriptReader(stray, report).objects()] == [{"e": 5}]
+    assert report.unparsed_lines == 1 and report.text_lines == 1
     # arrival times, when the transcript has them, win over the prefixes
     timed = [(7.0, "[2026-04-02T10:11:12.000Z] {\"a\": 1}")]
     assert list(TranscriptReader(timed, ParseReport()).objects()) == [(7.0, {"a": 1})]

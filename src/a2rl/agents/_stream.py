@@ -182,6 +182,8 @@ class TranscriptReader:
             _, _, more = self._line(j)
             if more.strip() in MARKERS:
                 break  # the next event begins: this one never closed
+            if more and not more[0].isspace() and not more.startswith("}"):
+                break  # not pretty JSON (its inner lines are indented): a stray "{" line
             parts.append(more)
             j += 1
             if more.startswith("}"):
