@@ -464,6 +464,11 @@ def test_recorded_pinned_streams_read_the_same_when_prefixed(name: str, agent: s
         [e.model_dump(exclude=strip) for e in plain.events] != []
     assert stamped.report.timestamp_prefixed == len(lines)
     assert max(e.t_s for e in stamped.events) > 0
+    # every line of the real streams is read: nothing unknown, nothing unreadable
+    for report in (plain.report, stamped.report):
+        assert report.unknown_types == {} and report.unparsed_lines == 0
+        assert report.warnings == []
+        assert report.harness_lines == sum('"a2rl_session"' in s for _, s in lines)
 
 
 def test_claude_session_file_takes_times_from_its_timestamps() -> None:

@@ -60,6 +60,8 @@ class ParseReport(BaseModel):
     """Of `json_objects`, those pretty-printed over several lines (OpenHands `--JSON Event--`)."""
     timestamp_prefixed: int = 0
     """Lines that carried a `[ISO-time] ` prefix (PostTrainBench's transcripts), stripped."""
+    harness_lines: int = 0
+    """a2rl's own lines in the transcript (`{"a2rl_session": …}`: round starts), not the CLI's."""
     text_lines: int = 0
     """Plain non-JSON lines (the CLI's own log and warnings on stderr): expected, not errors."""
     unparsed_lines: int = 0

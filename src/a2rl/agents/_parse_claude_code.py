@@ -79,6 +79,7 @@ class ClaudeCodeParser(EventCollector):
     """State of one pass over the transcript (see the module docstring)."""
 
     parser = "claude-code"
+    harness_lines = True  # a round start resets the round's stream totals
 
     def __init__(self) -> None:
         super().__init__()

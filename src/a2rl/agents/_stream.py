@@ -23,6 +23,8 @@ from pydantic import BaseModel
 
 from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult
 
+HARNESS_KEY = "a2rl_session"
+"""The key of a2rl's own transcript lines (`a2rl.agents._cli_session.note`)."""
 PARSE_REPORT = "parse_report.json"
 """Beside agent/events.jsonl: the parser's `ParseReport` (what it could not read)."""
 WORKSPACE_MARKER = "/workspace/"
@@ -118,7 +120,10 @@ class TranscriptReader:
     starts with `{` but does not decode is counted (`unparsed_lines`) with a few samples;
     parsers count JSON events of a type they do not know with `unknown`."""
 
-    def __init__(self, lines: Iterable[tuple[float, str]], report: ParseReport) -> None:
+    def __init__(self, lines: Iterable[tuple[float, str]], report: ParseReport, *,
+                 harness: bool = False) -> None:
+        self.harness = harness
+        """Yield a2rl's own session lines too (a parser that tells rounds apart by them)."""
         self.lines = list(lines)
         self.report = report
         report.lines = len(self.lines)
@@ -228,6 +233,10 @@ class TranscriptReader:
             if not isinstance(obj, dict):
                 self.unknown(f"<{type(obj).__name__}>")
                 continue
+            if HARNESS_KEY in obj:
+                self.report.harness_lines += 1
+                if not self.harness:
+                    continue
             self.stamped = stamp is not None
             yield self.time_of(t, stamp), obj
 
@@ -284,6 +293,8 @@ class EventCollector:
 
     parser = ""
     """Name of the launcher this parser belongs to (for the report)."""
+    harness_lines = False
+    """Whether the parser reads a2rl's own session lines (round starts)."""
 
     def __init__(self) -> None:
         self.events: list[AgentEvent] = []
@@ -292,7 +303,7 @@ class EventCollector:
         self.reader = TranscriptReader([], self.report)
 
     def read(self, lines: Iterable[tuple[float, str]]) -> Iterator[tuple[float, dict[str, Any]]]:
-        self.reader = TranscriptReader(lines, self.report)
+        self.reader = TranscriptReader(lines, self.report, harness=self.harness_lines)
         return self.reader.objects()
 
     def add(self, kind: EventKind, t: float, turn: int | None = None,
