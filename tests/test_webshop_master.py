@@ -24,6 +24,7 @@ from a2rl.tasks.webshop import reward
 from a2rl.tasks.webshop.catalog import load_catalog
 from a2rl.tasks.webshop.env import WebShopTextEnv
 from a2rl.tasks.webshop.make_data import title_noun_table
+from a2rl.tasks.webshop.task import WebShopTask
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "webshop" / "master_reward.json.gz"
 
@@ -107,6 +108,13 @@ def test_shipped_noun_table_is_spacys() -> None:
     """data/title_nouns.json (what the reward uses without spaCy) is what make_data.py makes."""
     catalog = load_catalog()
     assert title_noun_table(catalog.products) == reward._noun_table()
+
+
+def test_the_task_names_its_scorer() -> None:
+    task = WebShopTask({"heldout_seed": 1})
+    assert "64fa2a5" in task.scorer() and reward.noun_source() in task.scorer()
+    assert reward.REFERENCE in task.description(chat_preview=None)
+    assert WebShopTask.version == "2"
 
 
 def test_fallback_agreement() -> None:

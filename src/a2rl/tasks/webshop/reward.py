@@ -104,6 +104,10 @@ def _spacy_pipeline() -> Any | None:
         import spacy
     except ImportError:
         return None
+    except Exception as exc:  # e.g. built against another numpy: scoring must not go on silently
+        raise A2RLError(f"spaCy is installed but cannot be imported ({type(exc).__name__}: {exc})",
+                        "reinstall it with `pip install 'a2rl[webshop]'`, or uninstall it to score "
+                        "with the shipped table and the approximation") from exc
     for name in SPACY_MODELS:
         try:
             return spacy.load(name, exclude=["ner", "lemmatizer"])
