@@ -155,6 +155,26 @@ def test_title_nouns_without_spacy_use_the_fallback(monkeypatch: pytest.MonkeyPa
         reward.spacy_title_nouns.__wrapped__("x")
 
 
+def test_a_broken_spacy_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "spacy":
+            raise ValueError("numpy.dtype size changed")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    reward._spacy_pipeline.cache_clear()
+    try:
+        with pytest.raises(A2RLError, match="cannot be imported.*numpy.dtype"):
+            reward.title_nouns("Acme Garden Hose")
+    finally:
+        monkeypatch.undo()
+        reward._spacy_pipeline.cache_clear()
+
+
 def test_offline_env_scores_with_the_reward_function() -> None:
     """The offline env's purchase reward is reward.get_reward_info on the bought product, price
     and options (the official env uses the same function: test_webshop_official.py)."""
