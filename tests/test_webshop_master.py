@@ -78,6 +78,23 @@ def test_fixture_is_varied() -> None:
     assert len(d["title_nouns"]) >= 1000
 
 
+def test_fixture_inputs_are_what_the_script_makes() -> None:
+    """The recorded inputs are make_reward_cases.py's output, not edited by hand."""
+    import importlib.util
+
+    from a2rl.tasks.webshop.catalog import generate_goals
+
+    path = FIXTURE.parent / "make_reward_cases.py"
+    spec = importlib.util.spec_from_file_location("make_reward_cases", path)
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    made = script.make_inputs(load_catalog(), generate_goals)
+    d = recorded()
+    assert {k: d[k] for k in made} == json.loads(json.dumps(made))
+    assert set(d["results"]) == {c["id"] for c in d["cases"]}
+
+
 @needs_spacy
 def test_total_reward_equals_master_with_spacy() -> None:
     agree, differ = agreement(reward.title_nouns)
