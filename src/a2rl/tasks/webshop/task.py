@@ -159,6 +159,11 @@ class WebShopTask(InteractiveTask):
         m = _ACTION.search(completion)
         return f"{m[1].lower()}[{m[2].strip()}]" if m else None
 
+    def scorer(self) -> str:
+        """What the score is, in words (description, records)."""
+        return (f"100 × mean WebShop purchase reward, reproducing {REFERENCE} "
+                f"(title nouns: {noun_source()})")
+
     def score_of(self, mean_reward: float, success_rate: float) -> float:
         """WebShop's score is the mean reward (dense), not the success rate."""
         return mean_reward
