@@ -374,9 +374,10 @@ class DeepSearchQAParams(TaskParams):
     parse_retries: int = Field(default=2, ge=0)
     """Extra judge calls when a reply is not a usable JSON grade; then every item counts as
     missing (the answer is wrong)."""
-    heldout_seed: int | None = None
+    heldout_seed: int | None = Field(default=None, json_schema_extra={"secret": True})
     """Offline source: seed of the held-out world; None = this installation's secret seed (under
-    $A2RL_HOME, never mounted in the sandbox). Secret: never written into a workspace."""
+    $A2RL_HOME, never mounted in the sandbox). Secret (marked on the field, and named in
+    TaskParams.SECRET_FIELDS): never written into a workspace."""
 
 
 @dataclass
