@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import threading
@@ -339,6 +340,7 @@ class LogprobJudge:
             top.append({"token": "Both", "logprob": -20.0})
         token = top[0]["token"]
         return {"id": "x", "object": "chat.completion", "model": body["model"],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 "choices": [{"index": 0, "finish_reason": "length",
                              "message": {"role": "assistant", "content": token},
                              "logprobs": {"content": [{"token": token, "logprob": top[0]["logprob"],
@@ -418,3 +420,60 @@ def test_alpaca_eval_annotator_protocol_equals_alpaca_eval(hub: Path, logprob_ju
 
 
 ANNOTATOR_NAME = "weighted_alpaca_eval_gpt4_turbo"
+
+
+def test_alpaca_eval_evaluate_end_to_end_equals_a2rl(hub: Path, logprob_judge: dict[str, LogprobJudge],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strongest check: alpaca_eval's own `evaluate` (its PairwiseAnnotator, OpenAI client,
+    parser, switch, equal-output rule, get_length_controlled_winrate) and a2rl, on the same
+    outputs and the same logprob judge, give the same preference for every instruction and the
+    same win rate and LC win rate. The first N AlpacaEval instructions in order, so alpaca_eval's
+    positional difficulty lookup and a2rl's lookup by instruction index coincide."""
+    from alpaca_eval import main
+    from alpaca_eval.metrics import glm_winrate
+
+    n = 150
+    task = AlpacaEvalTask({"source": "hub", "parse_retries": 0, "judge_concurrency": 4, "max_heldout": n})
+    items = task.heldout_items()
+    assert [i["index"] for i in items] == list(range(n))
+    rng = random.Random(5)
+    cases: dict[str, tuple[str, str, float | None]] = {}
+    for k, item in enumerate(items):
+        kind = k % 6
+        completion = item["reference"] if kind == 0 else "answer " * rng.choice([1, 30, 900])
+        p_model = None if kind == 1 else 1.0 if kind == 2 else 0.0 if kind == 3 else round(rng.random(), 6)
+        cases[item["instruction"]] = (item["reference"], completion, p_model)
+    judge = LogprobJudge(cases)
+    logprob_judge["judge"] = judge
+    ours = task.judge_completions(items, [i["instruction"] for i in items],
+                                  [cases[i["instruction"]][1] for i in items])
+    n_a2rl_requests = len(judge.requests)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", os.environ["A2RL_JUDGE_BASE_URL"])
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setattr(glm_winrate, "hf_hub_download", lambda *a, **k: str(hub))
+    reference = [{"instruction": i["instruction"], "output": i["reference"], "generator": "gpt4_1106_preview"}
+                 for i in items]
+    model = [{"instruction": i["instruction"], "output": cases[i["instruction"]][1], "generator": "my_model"}
+             for i in items]
+    board, annotations = main.evaluate(
+        model_outputs=model, reference_outputs=reference, annotators_config=ANNOTATOR_NAME,
+        output_path=None, precomputed_leaderboard=None, is_return_instead_of_print=True,
+        is_cache_leaderboard=False, caching_path=None, metric_kwargs={"save_weights_dir": None})
+    theirs = board.to_dict(orient="records")[0]
+
+    # the same requests (identical outputs asked by neither), the same preference per instruction
+    assert len(judge.requests) == 2 * n_a2rl_requests
+    prefs = {a["instruction"]: a["preference"] for a in annotations}
+    rows = [d for d in ours.details if d["kind"] == "item"]
+    assert len(rows) == len(prefs) == n
+    for row in rows:
+        p = prefs[row["instruction"]]
+        if p is None or (isinstance(p, float) and math.isnan(p)):
+            assert row["preference"] is None, row["id"]
+        else:
+            assert row["preference"] == pytest.approx(float(p), abs=1e-12), row["id"]
+    assert abs(ours.metrics["win_rate"] - float(theirs["win_rate"])) <= 1e-9
+    assert ours.metrics["n_scored"] == float(theirs["n_total"])
+    assert abs(ours.metrics["lc_win_rate"] - float(theirs["length_controlled_winrate"])) <= 1e-9
