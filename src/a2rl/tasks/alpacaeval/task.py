@@ -160,6 +160,7 @@ class AlpacaEvalParams(TaskParams):
     judge_backoff_s: float = Field(1.0, ge=0)
     judge_max_backoff_s: float = Field(60.0, ge=0)
     judge_max_tokens: int = Field(16, ge=1)
+    """Reply budget of the `a2rl` protocol (alpaca_eval's annotator asks for 1 token)."""
     judge_concurrency: int = Field(8, ge=1)
     """Judge requests in flight at once."""
     parse_retries: int = Field(2, ge=0)
@@ -268,6 +269,11 @@ class AlpacaEvalTask(Task):
         """The judge prompt template of the configured protocol."""
         return annotator.template() if self.params.judge_protocol == "alpaca_eval" else judge_template()
 
+    def _template_file(self) -> str:
+        if self.params.judge_protocol == "alpaca_eval":
+            return "alpaca_eval/" + "/".join(annotator.TEMPLATE_RESOURCE)
+        return PROMPT_FILE
+
     def _template_sha256(self) -> str:
         if self.params.judge_protocol == "alpaca_eval" and not annotator.available():
             return "alpaca_eval-not-installed"
@@ -330,7 +336,7 @@ class AlpacaEvalTask(Task):
                    "reference": item["reference"], "reference_generator": item["reference_generator"],
                    "response_a": "model" if first else "reference",
                    "response_b": "reference" if first else "model",
-                   "judge_model": settings.model, "judge_prompt_file": PROMPT_FILE,
+                   "judge_model": settings.model, "judge_prompt_file": self._template_file(),
                    "judge_prompt_sha256": template_sha}
             if completion == item["reference"]:
                 # alpaca_eval (PairwiseAnnotatorLocal._preprocess): exactly equal outputs are a
@@ -436,7 +442,8 @@ class AlpacaEvalTask(Task):
             "lc_available": lc_rate is not None, "lc_note": lc["note"], "lc_file": lc.get("file"),
             "lc_file_sha256": lc.get("file_sha256"), "alpaca_eval_version": lc.get("alpaca_eval_version"),
             "judge_model": settings.model, "judge_base_url": _public_url(settings.base_url),
-            "judge_prompt_file": PROMPT_FILE, "judge_prompt_sha256": template_sha, "judge_prompt": template,
+            "judge_prompt_file": self._template_file(), "judge_prompt_sha256": template_sha,
+            "judge_prompt": template,
             "parse_retries": self.params.parse_retries, "max_new_tokens": self.generation.max_new_tokens,
         }
         if no_verdicts:
