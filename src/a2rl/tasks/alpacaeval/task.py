@@ -176,6 +176,9 @@ class AlpacaEvalTask(Task):
     version = "2"
     """2: alpaca_eval's treatment of unparseable verdicts (left out, not lost) and of outputs
     identical to the reference (a tie without the judge); unrounded metrics."""
+    audit_patterns = (r"offline_heldout\.json", r"alpaca_eval_gpt4_baseline", r"alpaca_eval\.json\b",
+                      r"\bheldout_items\(")
+    """Reading the held-out references: the offline file, the Hub's AlpacaEval reference outputs."""
     Params = AlpacaEvalParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=512)
     """Decoding belongs to the task: greedy, fixed budget, whatever the submission asks for."""

@@ -407,7 +407,8 @@ class DeepSearchQATask(InteractiveTask):
     """2: DeepSearchQA's official rule (fully correct + precision/recall/F1), the starter-code
     autorater prompt as the judge, a string grader that applies the same rule; the offline
     held-out questions come from a separate world generated from the installation's secret seed."""
-    audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa")
+    audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa", r"\bheldout_world\(",
+                      r"deepsearchqa-heldout-seed", r"\bheldout_episodes\(")
     Params = DeepSearchQAParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
         generation=GenerationSettings(max_new_tokens=256, stop=STOP), max_steps=MAX_STEPS)
