@@ -44,7 +44,9 @@ SECRET = "sk-test-7f3c0ffee-do-not-leak"
 MAGIC = "PINEAPPLE"
 JUDGE_MODEL = "scripted-judge"
 FAST = {"source": "offline", "judge_backoff_s": 0.001, "judge_max_backoff_s": 0.01,
-        "judge_concurrency": 4}
+        "judge_concurrency": 4, "judge_protocol": "a2rl"}
+"""These tests drive a2rl's own pairwise judge protocol (alpaca_eval's annotator protocol is
+tested against the package in test_reference_alpacaeval.py)."""
 _SECTION = re.compile(r"\[The Start of Response ([AB])\]\n(.*?)\n\[The End of Response \1\]", re.S)
 
 
@@ -460,8 +462,8 @@ def test_description_explains_the_evaluation(tiny_model: Path, monkeypatch: pyte
     assert render_chat(tokenizer, [{"role": "user", "content": example}]) in text
     assert judge_template().rstrip() in text and judge_template_sha256() in text
     for phrase in ("Response A", "coin flip", "exactly `A`, `B` or `TIE`", "TIE = 0.5",
-                   "left out of the win rate", "exactly equal to the reference", "alpaca_eval 0.6.6",
-                   "not alpaca_eval's GPT-4 Turbo annotator",
+                   "left out of the win rate", "exactly equal to the reference", "`get_winrate`",
+                   "a2rl's own pairwise judge", "judge_protocol=a2rl",
                    "at most 512 new tokens", "greedy", "length-controlled", "raw win rate", JUDGE_MODEL,
                    "data/train.jsonl", "20 hand-written instructions"):
         assert phrase in text, phrase
@@ -509,3 +511,21 @@ def test_full_evaluation_of_tiny_model(judge: ScriptedJudge, tiny_model: Path, t
         assert r["win"] == (1.0 if MAGIC in model_out else expect)
     for f in (tmp_path / "eval").iterdir():
         assert SECRET not in f.read_text(errors="replace"), f.name
+
+
+def test_alpaca_eval_protocol_is_the_default_and_needs_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl.tasks.alpacaeval import annotator
+
+    monkeypatch.setenv("A2RL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
+    task = AlpacaEvalTask({"source": "offline"})
+    assert task.params.judge_protocol == "alpaca_eval"
+    text = task.description(chat_preview=None)
+    assert annotator.ANNOTATOR in text and annotator.template().rstrip() in text
+    assert "log-probabilities" in text
+    # another protocol is another evaluation: its fingerprint differs
+    assert task.fingerprint() != AlpacaEvalTask({"source": "offline", "judge_protocol": "a2rl"}).fingerprint()
+    monkeypatch.setattr(annotator, "available", lambda: False)
+    with pytest.raises(A2RLError, match="alpaca_eval package") as info:
+        task.judge_settings()
+    assert info.value.fix and "judge_protocol=a2rl" in info.value.fix

@@ -350,6 +350,7 @@ def test_offline_heldout_world_is_secret_and_independent(a2rl_home: Path) -> Non
     task = offline()
     held = task.heldout_episodes()
     assert task.spec().params["heldout_seed"] is None
+    assert "heldout_seed" not in DeepSearchQAParams(source="offline", heldout_seed=5).public()
     assert (a2rl_home / "secrets" / "deepsearchqa-heldout-seed").is_file()
     for e in held:
         assert e.payload["anchor"] not in package, e.id

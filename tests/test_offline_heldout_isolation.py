@@ -148,3 +148,21 @@ def test_a_sandboxed_agent_finds_no_heldout_material(tmp_path: Path) -> None:
                         masks=masks_mod.sandbox_masks(masked, visible))
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ws)
     assert out.returncode == 0 and int(out.stdout.strip()) == len(corpus.read_text()), out.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("task", "line", "flagged"), [
+    ("alpacaeval", "hf_hub_download('tatsu-lab/alpaca_eval', 'alpaca_eval_gpt4_baseline.json')", True),
+    ("alpacaeval", "refs = json.load(open(pkg / 'data' / 'offline_heldout.json'))", True),
+    ("alpacaeval", "rows = [json.loads(line) for line in open('data/train.jsonl')]", False),
+    ("deepsearchqa", "from a2rl.tasks.deepsearchqa.make_data import heldout_world; heldout_world(7)", True),
+    ("deepsearchqa", "seed = open(home / 'secrets' / 'deepsearchqa-heldout-seed').read()", True),
+    ("deepsearchqa", "episodes = [json.loads(l) for l in open('data/episodes.jsonl')]", False),
+])
+def test_audit_flags_reaching_for_heldout_material(task: str, line: str, flagged: bool) -> None:
+    """The analysis' code audit (Task.audit_patterns) reports an agent's code that goes for the
+    held-out material of these tasks, and not ordinary training code."""
+    import re
+
+    from a2rl.analysis._audit import privileged_patterns
+
+    assert any(re.search(p, line) for p in privileged_patterns(task)) is flagged

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import threading
@@ -29,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from a2rl.tasks._lib import judge as judge_lib
 from a2rl.tasks.alpacaeval.task import EVAL_FILE, EVAL_REPO, AlpacaEvalTask
 from a2rl.tasks.alpacaeval.winrate import LC_FILE, win_rate
+from conftest import serve_on_loopback
 
 alpaca_eval = pytest.importorskip("alpaca_eval")
 
@@ -207,7 +211,8 @@ def reference_metrics(cases: dict[str, Case], items: list[dict[str, Any]], gamed
 @pytest.mark.parametrize(("seed", "n"), [(1, 400), (2, 300), (3, 805)])
 def test_win_rate_and_lc_equal_alpaca_eval(hub: Path, scripted: dict[str, ScriptedJudge], seed: int,
                                            n: int) -> None:
-    task = AlpacaEvalTask({"source": "hub", "seed": seed, "parse_retries": 1, "judge_concurrency": 4})
+    task = AlpacaEvalTask({"source": "hub", "seed": seed, "parse_retries": 1, "judge_concurrency": 4,
+                           "judge_protocol": "a2rl"})
     items = task.heldout_items()
     assert len(items) == N_EVAL
     cases = make_cases(items, seed, n)
@@ -284,3 +289,191 @@ def test_native_win_rate_equals_get_winrate_on_random_preferences() -> None:
                     "discrete_win_rate"):
             a, b = ours[key], float(theirs[key])
             assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-9, (key, prefs)
+
+
+# ---- alpaca_eval's own annotator protocol (the default judge protocol) -------------------
+
+
+class LogprobJudge:
+    """An OpenAI-compatible judge that answers like GPT-4 Turbo under alpaca_eval's annotator:
+    one token and its top log-probabilities. For each case it knows p_model, the probability
+    that the model's output is the better one, and gives P(m) = p_model when `m` (output_1 of
+    the prompt) is the model's output, else 1 - p_model. Whatever order alpaca_eval's switch
+    picks, the preference must come out as 1 + p_model. It also checks every request is exactly
+    what alpaca_eval would send."""
+
+    def __init__(self, cases: dict[str, tuple[str, str, float | None]]) -> None:
+        self.cases = cases  # instruction -> (reference, completion, p_model; None = no identifiers)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def expected_messages(self, instruction: str) -> tuple[list[dict[str, str]], bool]:
+        import pandas as pd
+        from alpaca_eval import utils
+
+        reference, completion, _ = self.cases[instruction]
+        switched = utils.random_seeded_choice(seed="is_switched_outputs" + instruction + "0",
+                                              choices=[False, True])
+        out_1, out_2 = (completion, reference) if switched else (reference, completion)
+        template = (Path(alpaca_eval.__file__).parent / "evaluators_configs" / "alpaca_eval_clf_gpt4_turbo"
+                    / "alpaca_eval_clf.txt").read_text()
+        prompts, _ = utils.make_prompts(pd.DataFrame([{"instruction": instruction, "output_1": out_1,
+                                                       "output_2": out_2}]), template)
+        return utils.prompt_to_chatml(prompts[0]), switched
+
+    def handle(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        user = messages[-1]["content"]
+        instruction = user.split('"instruction": """', 1)[1].split('""",', 1)[0]
+        expected, switched = self.expected_messages(instruction)
+        with self.lock:
+            self.requests.append(body)
+        assert messages == expected, "not the prompt alpaca_eval sends"
+        sent = (body["max_tokens"], body["temperature"], body["logprobs"], body["top_logprobs"])
+        assert sent == (1, 1.0, True, 5), sent
+        _, _, p_model = self.cases[instruction]
+        if p_model is None:
+            top = [{"token": "Both", "logprob": -0.1}, {"token": "The", "logprob": -2.5}]
+        else:
+            p_m = p_model if switched else 1.0 - p_model  # switched: m is the model's output
+            top = [{"token": t, "logprob": math.log(p)} for t, p in (("m", p_m), ("M", 1.0 - p_m)) if p > 0]
+            top.append({"token": "Both", "logprob": -20.0})
+        token = top[0]["token"]
+        return {"id": "x", "object": "chat.completion", "model": body["model"],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "choices": [{"index": 0, "finish_reason": "length",
+                             "message": {"role": "assistant", "content": token},
+                             "logprobs": {"content": [{"token": token, "logprob": top[0]["logprob"],
+                                                       "top_logprobs": top}]}}]}
+
+
+@pytest.fixture
+def logprob_judge(hub: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, LogprobJudge]]:
+    holder: dict[str, LogprobJudge] = {}
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> JSONResponse:
+        try:
+            return JSONResponse(holder["judge"].handle(await request.json()))
+        except AssertionError as exc:  # a wrong request fails the test, not just the reply
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    with serve_on_loopback(app) as port:
+        monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{port}/v1")
+        yield holder
+
+
+def test_alpaca_eval_annotator_protocol_equals_alpaca_eval(hub: Path, logprob_judge: dict[str, LogprobJudge]
+                                                           ) -> None:
+    task = AlpacaEvalTask({"source": "hub", "parse_retries": 0, "judge_concurrency": 4})
+    assert task.params.judge_protocol == "alpaca_eval"  # the default
+    items = task.heldout_items()
+    rng = random.Random(11)
+    chosen = rng.sample(items, 300)
+    cases: dict[str, tuple[str, str, float | None]] = {}
+    for k, item in enumerate(chosen):
+        kind = k % 6
+        ref = item["reference"]
+        completion = ref if kind == 0 else "answer " * rng.choice([1, 30, 900])
+        p_model = (None if kind == 1 else 1.0 if kind == 2 else 0.0 if kind == 3
+                   else round(rng.random(), 6))
+        cases[item["instruction"]] = (ref, completion, p_model)
+    logprob_judge["judge"] = LogprobJudge(cases)
+    chosen.sort(key=lambda i: i["index"])
+    out = task.judge_completions(chosen, [i["instruction"] for i in chosen],
+                                 [cases[i["instruction"]][1] for i in chosen])
+
+    def oracle(instruction: str) -> float:
+        ref, completion, p_model = cases[instruction]
+        if completion == ref:
+            return 1.5
+        return math.nan if p_model is None else 1.0 + p_model
+
+    rows = [d for d in out.details if d["kind"] == "item"]
+    for row in rows:
+        expected = oracle(row["instruction"])
+        if math.isnan(expected):
+            assert row["preference"] is None and row["verdict"] == "unparseable"
+        else:
+            assert row["preference"] == pytest.approx(expected, abs=1e-12)
+    n_identical = sum(1 for r, c, _ in cases.values() if r == c)
+    assert len(logprob_judge["judge"].requests) == len(cases) - n_identical  # identical: never asked
+    import pandas as pd
+    from alpaca_eval.metrics import get_winrate, glm_winrate
+
+    frame = pd.DataFrame.from_records(
+        [{"instruction": i["instruction"], "output_1": i["reference"], "output_2": cases[i["instruction"]][1],
+          "generator_1": "gpt4_1106_preview", "generator_2": "m", "preference": oracle(i["instruction"]),
+          "annotator": ANNOTATOR_NAME} for i in chosen], index=pd.Index([i["index"] for i in chosen]))
+    assert abs(out.metrics["win_rate"] - float(get_winrate(frame)["win_rate"])) <= 1e-9
+    original = glm_winrate.hf_hub_download
+    glm_winrate.hf_hub_download = lambda *a, **k: str(hub)
+    try:
+        lc = glm_winrate.get_length_controlled_winrate(frame, save_weights_dir=None,
+                                                       is_add_glm_preference_inplace=False)
+    finally:
+        glm_winrate.hf_hub_download = original
+    assert abs(out.metrics["lc_win_rate"] - float(lc["length_controlled_winrate"])) <= 1e-9
+    summary = next(d for d in out.details if d["kind"] == "summary")
+    assert "weighted_alpaca_eval_gpt4_turbo" in summary["judge_protocol"]
+
+
+ANNOTATOR_NAME = "weighted_alpaca_eval_gpt4_turbo"
+
+
+def test_alpaca_eval_evaluate_end_to_end_equals_a2rl(hub: Path, logprob_judge: dict[str, LogprobJudge],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strongest check: alpaca_eval's own `evaluate` (its PairwiseAnnotator, OpenAI client,
+    parser, switch, equal-output rule, get_length_controlled_winrate) and a2rl, on the same
+    outputs and the same logprob judge, give the same preference for every instruction and the
+    same win rate and LC win rate. The first N AlpacaEval instructions in order, so alpaca_eval's
+    positional difficulty lookup and a2rl's lookup by instruction index coincide."""
+    from alpaca_eval import main
+    from alpaca_eval.metrics import glm_winrate
+
+    n = 150
+    task = AlpacaEvalTask({"source": "hub", "parse_retries": 0, "judge_concurrency": 4, "max_heldout": n})
+    items = task.heldout_items()
+    assert [i["index"] for i in items] == list(range(n))
+    rng = random.Random(5)
+    cases: dict[str, tuple[str, str, float | None]] = {}
+    for k, item in enumerate(items):
+        kind = k % 6
+        completion = item["reference"] if kind == 0 else "answer " * rng.choice([1, 30, 900])
+        p_model = None if kind == 1 else 1.0 if kind == 2 else 0.0 if kind == 3 else round(rng.random(), 6)
+        cases[item["instruction"]] = (item["reference"], completion, p_model)
+    judge = LogprobJudge(cases)
+    logprob_judge["judge"] = judge
+    ours = task.judge_completions(items, [i["instruction"] for i in items],
+                                  [cases[i["instruction"]][1] for i in items])
+    n_a2rl_requests = len(judge.requests)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", os.environ["A2RL_JUDGE_BASE_URL"])
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setattr(glm_winrate, "hf_hub_download", lambda *a, **k: str(hub))
+    reference = [{"instruction": i["instruction"], "output": i["reference"], "generator": "gpt4_1106_preview"}
+                 for i in items]
+    model = [{"instruction": i["instruction"], "output": cases[i["instruction"]][1], "generator": "my_model"}
+             for i in items]
+    board, annotations = main.evaluate(
+        model_outputs=model, reference_outputs=reference, annotators_config=ANNOTATOR_NAME,
+        output_path=None, precomputed_leaderboard=None, is_return_instead_of_print=True,
+        is_cache_leaderboard=False, caching_path=None, metric_kwargs={"save_weights_dir": None})
+    theirs = board.to_dict(orient="records")[0]
+
+    # the same requests (identical outputs asked by neither), the same preference per instruction
+    assert len(judge.requests) == 2 * n_a2rl_requests
+    prefs = {a["instruction"]: a["preference"] for a in annotations}
+    rows = [d for d in ours.details if d["kind"] == "item"]
+    assert len(rows) == len(prefs) == n
+    for row in rows:
+        p = prefs[row["instruction"]]
+        if p is None or (isinstance(p, float) and math.isnan(p)):
+            assert row["preference"] is None, row["id"]
+        else:
+            assert row["preference"] == pytest.approx(float(p), abs=1e-12), row["id"]
+    assert abs(ours.metrics["win_rate"] - float(theirs["win_rate"])) <= 1e-9
+    assert ours.metrics["n_scored"] == float(theirs["n_total"])
+    assert abs(ours.metrics["lc_win_rate"] - float(theirs["length_controlled_winrate"])) <= 1e-9

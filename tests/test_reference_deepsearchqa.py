@@ -62,11 +62,13 @@ def test_string_grader_agrees_with_the_official_rule_on_every_fixture_case() -> 
     results = [_agrees(c) for c in _cases()]
     disagreements = [why for ok, why in results if not ok]
     agreement = 100.0 * (len(results) - len(disagreements)) / len(results)
-    assert not disagreements, f"agreement {agreement:.1f}% on {len(results)} cases:\n" + "\n".join(disagreements)
+    report = f"agreement {agreement:.1f}% on {len(results)} cases:\n" + "\n".join(disagreements)
+    assert not disagreements, report
 
 
 @pytest.mark.parametrize(("prediction", "gold", "fully", "precision", "recall"), [
-    ("Rhine, Danube, Elbe, Oder, Vistula, Seine, Loire, Po, Tagus, Ebro", ["Rhine", "Danube"], False, 0.2, 1.0),
+    ("Rhine, Danube, Elbe, Oder, Vistula, Seine, Loire, Po, Tagus, Ebro", ["Rhine", "Danube"], False, 0.2,
+     1.0),
     ("France, Germany and Belgium", ["France", "Germany"], False, 2 / 3, 1.0),
     ("Belgium", ["France", "Germany", "Belgium"], False, 1.0, 1 / 3),
     ("Mars", ["Mercury"], False, 0.0, 0.0),

@@ -157,11 +157,23 @@ class JudgeClient:
 
     def chat(self, messages: Sequence[dict[str, str]]) -> str:
         """One completion's text. Retries transient failures; raises JudgeError otherwise."""
+        return str(self._complete(messages, None, _reply_text))
+
+    def chat_choice(self, messages: Sequence[dict[str, str]], **overrides: Any) -> dict[str, Any]:
+        """The first choice of one completion as a dict (message, logprobs, ...), with request
+        fields overridden (e.g. `logprobs=True, top_logprobs=5, max_tokens=1` for a judge
+        protocol that reads token probabilities). Same retries and errors as `chat`."""
+        choice: dict[str, Any] = self._complete(messages, overrides, _first_choice)
+        return choice
+
+    def _complete(self, messages: Sequence[dict[str, str]], overrides: dict[str, Any] | None,
+                  extract: Callable[[Any], Any]) -> Any:
         import httpx
 
         s = self.settings
-        body = {"model": s.model, "messages": list(messages), "temperature": s.temperature,
-                "max_tokens": s.max_tokens, "stream": False}
+        body: dict[str, Any] = {"model": s.model, "messages": list(messages), "temperature": s.temperature,
+                                "max_tokens": s.max_tokens, "stream": False}
+        body.update(overrides or {})
         where = f"judge {s.model!r} at {s.endpoint}"
         for attempt in range(s.max_retries + 1):
             last = attempt == s.max_retries
@@ -174,7 +186,7 @@ class JudgeClient:
             else:
                 if resp.status_code == 200:
                     try:
-                        return _reply_text(resp.json())
+                        return extract(resp.json())
                     except (ValueError, KeyError, IndexError, TypeError):
                         problem = "a malformed 200 response (not an OpenAI chat completion)"
                 elif resp.status_code in RETRYABLE_STATUS:
@@ -195,6 +207,13 @@ class JudgeClient:
             self.stats.add("http_retries")
             self._sleep(delay)
         raise AssertionError("unreachable")
+
+
+def _first_choice(payload: Any) -> dict[str, Any]:
+    choice = payload["choices"][0]
+    if not isinstance(choice, dict) or not isinstance(choice["message"], dict):
+        raise TypeError("not a chat completion choice")
+    return choice
 
 
 def _reply_text(payload: Any) -> str:

@@ -8,9 +8,11 @@ package by tests/test_reference_alpacaeval.py): outputs identical to the referen
 without asking the judge, and an item whose judge reply never parses has no preference and is
 left out of the win rate (its count is reported as `judge_unparseable`).
 
-The judge itself is a2rl's (a pairwise A/B/TIE prompt on any OpenAI-compatible endpoint), not
-alpaca_eval's GPT-4 Turbo annotator (`weighted_alpaca_eval_gpt4_turbo`, which needs token
-log-probabilities): scores use AlpacaEval's metrics on a2rl's judge and say so.
+The judge protocol (`judge_protocol`): `alpaca_eval` (default) is alpaca_eval's own
+`weighted_alpaca_eval_gpt4_turbo` annotator (its prompt, output order and log-probability parser,
+called from the installed package; `annotator.py`) on the operator's judge endpoint, which must
+return token log-probabilities; `a2rl` is a2rl's pairwise A/B/TIE prompt (`prompts/judge.txt`),
+opt-in, for endpoints without log-probabilities. The record names the protocol.
 
 Sources:
 - `hub` (default): the 805 AlpacaEval instructions with GPT-4 Turbo reference outputs
@@ -60,6 +62,7 @@ from a2rl.tasks._lib.judge import (
     judge_strict,
     judgement_key,
 )
+from a2rl.tasks.alpacaeval import annotator
 from a2rl.tasks.alpacaeval.winrate import (
     ALPACA_EVAL_VERSION,
     LC_FILE,
@@ -80,8 +83,12 @@ OFFLINE_TRAIN_FILE = "offline_train.json"
 OFFLINE_HELDOUT_FILE = "offline_heldout.json"
 PROMPT_FILE = "judge.txt"
 PROMPT_RESOURCE = f"prompts/{PROMPT_FILE}"
-JUDGE_PROTOCOL = "a2rl pairwise A/B/TIE judge (prompts/judge.txt)"
-"""Named in every record: the judge is a2rl's, the metrics are alpaca_eval's."""
+JUDGE_PROTOCOLS: dict[str, str] = {
+    "alpaca_eval": f"alpaca_eval {ALPACA_EVAL_VERSION} annotator {annotator.ANNOTATOR} (its prompt, "
+                   "output order and logprob parser) on the configured judge model",
+    "a2rl": "a2rl pairwise A/B/TIE judge (prompts/judge.txt), not alpaca_eval's annotator",
+}
+"""Named in every record, so a score says which judge protocol produced it."""
 
 Verdict = Literal["A", "B", "TIE"]
 _VERDICTS: frozenset[str] = frozenset({"A", "B", "TIE"})
@@ -144,12 +151,17 @@ class AlpacaEvalParams(TaskParams):
     it comes from $A2RL_JUDGE_API_KEY only, since params are recorded in run.json.)"""
     judge_model: str | None = None
     """Judge model name; None = $A2RL_JUDGE_MODEL."""
+    judge_protocol: Literal["alpaca_eval", "a2rl"] = "alpaca_eval"
+    """`alpaca_eval`: alpaca_eval's weighted_alpaca_eval_gpt4_turbo annotator (needs the
+    alpaca_eval package and a judge endpoint that returns logprobs); `a2rl`: a2rl's pairwise
+    A/B/TIE prompt (opt-in; a different judge, named in the record)."""
     judge_timeout_s: float = Field(120.0, gt=0)
     judge_max_retries: int = Field(6, ge=0)
     """Retries of one request on 429/5xx/connection errors, with exponential backoff."""
     judge_backoff_s: float = Field(1.0, ge=0)
     judge_max_backoff_s: float = Field(60.0, ge=0)
     judge_max_tokens: int = Field(16, ge=1)
+    """Reply budget of the `a2rl` protocol (alpaca_eval's annotator asks for 1 token)."""
     judge_concurrency: int = Field(8, ge=1)
     """Judge requests in flight at once."""
     parse_retries: int = Field(2, ge=0)
@@ -166,6 +178,9 @@ class AlpacaEvalTask(StaticTextTask):
     """2: alpaca_eval's treatment of unparseable verdicts (left out, not lost) and of outputs
     identical to the reference (a tie without the judge); unrounded metrics."""
     scoring_units = 1  # one judge verdict per completion
+    audit_patterns = (r"offline_heldout\.json", r"alpaca_eval_gpt4_baseline", r"alpaca_eval\.json\b",
+                      r"\bheldout_items\(")
+    """Reading the held-out references: the offline file, the Hub's AlpacaEval reference outputs."""
     Params = AlpacaEvalParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=512)
     """Decoding belongs to the task: greedy, fixed budget, whatever the submission asks for."""
@@ -253,12 +268,33 @@ class AlpacaEvalTask(StaticTextTask):
         $A2RL_JUDGE_MODEL, which params do not show) or another prompt is not comparable."""
         return stable_hash({"base": super().fingerprint(),
                             "judge_model": configured_judge_model(self.params.judge_model),
-                            "judge_prompt": judge_template_sha256()})
+                            "judge_prompt": self._template_sha256()})
+
+    def _template(self) -> str:
+        """The judge prompt template of the configured protocol."""
+        return annotator.template() if self.params.judge_protocol == "alpaca_eval" else judge_template()
+
+    def _template_file(self) -> str:
+        if self.params.judge_protocol == "alpaca_eval":
+            return "alpaca_eval/" + "/".join(annotator.TEMPLATE_RESOURCE)
+        return PROMPT_FILE
+
+    def _template_sha256(self) -> str:
+        if self.params.judge_protocol == "alpaca_eval" and not annotator.available():
+            return "alpaca_eval-not-installed"
+        return hashlib.sha256(self._template().encode("utf-8")).hexdigest()
 
     # ---- evaluation ---------------------------------------------------------------------------
 
     def judge_settings(self) -> JudgeSettings:
+        """The judge endpoint; raises (before any generation) when it is not configured, or when
+        the alpaca_eval protocol is chosen and the package is missing."""
         p = self.params
+        if p.judge_protocol == "alpaca_eval" and not annotator.available():
+            raise A2RLError("judge_protocol=alpaca_eval needs the alpaca_eval package, which is not "
+                            "installed",
+                            "pip install 'a2rl[judge]' (alpaca_eval), or use a2rl's own pairwise judge: "
+                            "--task-opt judge_protocol=a2rl (recorded as a different judge)")
         return JudgeSettings.resolve(base_url=p.judge_base_url, model=p.judge_model,
                                      timeout_s=p.judge_timeout_s, max_retries=p.judge_max_retries,
                                      backoff_s=p.judge_backoff_s, max_backoff_s=p.judge_max_backoff_s,
@@ -277,11 +313,13 @@ class AlpacaEvalTask(StaticTextTask):
         """Judge given completions against the references and aggregate (the second half of
         `evaluate`, separate so it can be tested and reused without a model)."""
         settings = settings or self.judge_settings()
-        template = judge_template()
+        protocol = self.params.judge_protocol
+        template = self._template()
         template_sha = hashlib.sha256(template.encode("utf-8")).hexdigest()
         stats = JudgeStats()
         cache = JudgementCache()
         client = JudgeClient(settings, stats=stats)
+        logprob_client = annotator.LogprobChat(client) if protocol == "alpaca_eval" else None
 
         def judge_one(i: int) -> dict[str, Any]:
             item, completion = items[i], completions[i]
@@ -292,13 +330,16 @@ class AlpacaEvalTask(StaticTextTask):
                    "reference": item["reference"], "reference_generator": item["reference_generator"],
                    "response_a": "model" if first else "reference",
                    "response_b": "reference" if first else "model",
-                   "judge_model": settings.model, "judge_prompt_file": PROMPT_FILE,
+                   "judge_model": settings.model, "judge_prompt_file": self._template_file(),
                    "judge_prompt_sha256": template_sha}
             if completion == item["reference"]:
                 # alpaca_eval (PairwiseAnnotatorLocal._preprocess): exactly equal outputs are a
                 # tie, preference 1.5, and never reach the judge.
                 return {**row, "verdict": "identical", "preference": TIE, "win": 0.5,
                         "judge_replies": [], "cached": False}
+            if logprob_client is not None:
+                return {**row, **self._annotate(logprob_client, cache, template_sha, settings, item,
+                                                completion)}
             text = render_judge_prompt(template, instruction=item["instruction"],
                                        output_a=out_a, output_b=out_b)
             key = judgement_key(template_sha256=template_sha, model=settings.model,
@@ -327,6 +368,27 @@ class AlpacaEvalTask(StaticTextTask):
         details = [r for r in rows if r is not None]
         return self._aggregate(details, settings, template, template_sha, stats)
 
+    def _annotate(self, client: annotator.LogprobChat, cache: JudgementCache, template_sha: str,
+                  settings: JudgeSettings, item: dict[str, Any], completion: str) -> dict[str, Any]:
+        """One pair through alpaca_eval's annotator protocol (see annotator.py)."""
+        switched = annotator.is_switched(item["instruction"])
+        out_1, out_2 = (completion, item["reference"]) if switched else (item["reference"], completion)
+        msgs = annotator.messages(item["instruction"], out_1, out_2)
+        key = judgement_key(template_sha256=template_sha, model=settings.model,
+                            fields=["alpaca_eval", item["instruction"], out_1, out_2])
+        j = judge_strict(client, cache, key=key, messages=msgs,  # type: ignore[arg-type]
+                         parse=annotator.parse_choice, parse_retries=self.params.parse_retries)
+        if j.verdict is None:
+            return {"verdict": "unparseable", "preference": None, "win": None, "judge_replies": j.replies,
+                    "cached": j.cached, "alpaca_eval_switched": switched,
+                    "response_a": "model" if switched else "reference",
+                    "response_b": "reference" if switched else "model"}
+        pref = annotator.preference(j.verdict, switched=switched)
+        return {"verdict": "preference", "preference": pref, "win": pref - 1.0, "judge_replies": j.replies,
+                "cached": j.cached, "alpaca_eval_switched": switched,
+                "response_a": "model" if switched else "reference",
+                "response_b": "reference" if switched else "model"}
+
     def _aggregate(self, rows: list[dict[str, Any]], settings: JudgeSettings, template: str,
                    template_sha: str, stats: JudgeStats) -> EvalOutcome:
         n = len(rows)
@@ -335,7 +397,8 @@ class AlpacaEvalTask(StaticTextTask):
         no_verdicts = math.isnan(raw_wr)  # every judge reply unparseable: alpaca_eval gives NaN
         lc: dict[str, Any] = self._length_controlled(rows) if not no_verdicts else {
             "note": "LC not computed: no item has a judge verdict"}
-        lc_rate = lc.get("length_controlled_winrate")
+        lc_value = lc.get("length_controlled_winrate")
+        lc_rate: float | None = float(lc_value) if lc_value is not None else None
         score = lc_rate if lc_rate is not None else (0.0 if no_verdicts else raw_wr)
         metric = (f"{REFERENCE} length_controlled_winrate (glm length_controlled_v1)" if lc_rate is not None
                   else f"{REFERENCE} win_rate (get_winrate)")
@@ -358,12 +421,14 @@ class AlpacaEvalTask(StaticTextTask):
             metrics["win_rate_standard_error"] = wr["standard_error"]
         if lc_rate is not None:
             metrics["lc_win_rate"] = lc_rate
-            if lc.get("lc_standard_error") is not None and math.isfinite(lc["lc_standard_error"]):
-                metrics["lc_standard_error"] = float(lc["lc_standard_error"])
+            lc_se = lc.get("lc_standard_error")
+            if lc_se is not None and math.isfinite(float(lc_se)):
+                metrics["lc_standard_error"] = float(lc_se)
         summary = {
             "kind": "summary", "task": self.name, "version": self.version, "source": self.params.source,
             "n_items": n, "seed": self.params.seed,
-            "score_metric": metric, "metric_reference": REFERENCE, "judge_protocol": JUDGE_PROTOCOL,
+            "score_metric": metric, "metric_reference": REFERENCE,
+            "judge_protocol": JUDGE_PROTOCOLS[self.params.judge_protocol],
             "score": score, "win_rate": metrics["win_rate"],
             "n_scored": int(wr["n_total"]), "judge_unparseable": int(metrics["judge_unparseable"]),
             "unparseable_rule": "left out of the win rate (alpaca_eval drops items without a preference); "
@@ -371,7 +436,8 @@ class AlpacaEvalTask(StaticTextTask):
             "lc_available": lc_rate is not None, "lc_note": lc["note"], "lc_file": lc.get("file"),
             "lc_file_sha256": lc.get("file_sha256"), "alpaca_eval_version": lc.get("alpaca_eval_version"),
             "judge_model": settings.model, "judge_base_url": _public_url(settings.base_url),
-            "judge_prompt_file": PROMPT_FILE, "judge_prompt_sha256": template_sha, "judge_prompt": template,
+            "judge_prompt_file": self._template_file(), "judge_prompt_sha256": template_sha,
+            "judge_prompt": template,
             "parse_retries": self.params.parse_retries, "max_new_tokens": self.generation.max_new_tokens,
         }
         if no_verdicts:
@@ -423,7 +489,45 @@ class AlpacaEvalTask(StaticTextTask):
         n_eval = len(self.heldout_items())
         judge = configured_judge_model(p.judge_model)
         judge_text = f"`{judge}`" if judge else f"the model the operator sets in `{ENV_MODEL}`"
-        template = judge_template()
+        if p.judge_protocol == "alpaca_eval":
+            ae_template = annotator.template() if annotator.available() else "(alpaca_eval is not installed)"
+            judging = f"""- Judging: alpaca_eval {ALPACA_EVAL_VERSION}'s own annotator `{annotator.ANNOTATOR}`
+  (AlpacaEval 2.0's default), run on the judge ({judge_text}, any OpenAI-compatible endpoint
+  that returns token log-probabilities): alpaca_eval's prompt with the reference as one output
+  and your answer as the other (which one is shown first is alpaca_eval's seeded choice per
+  instruction), one token at temperature 1 with the top 5 log-probabilities; the preference is
+  alpaca_eval's `logprob_parser` (the probability the judge names your answer's identifier,
+  between 0 and 1 — a weighted win, not only 0/1). The prompt template
+  (`alpaca_eval/evaluators_configs/alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt`) is:
+
+```
+{ae_template.rstrip()}
+```
+
+- An answer exactly equal to the reference is a tie (0.5) without asking the judge, as
+  alpaca_eval does.
+- A reply without the two identifiers among the top log-probabilities is asked again up to
+  {p.parse_retries} more times; an item that never gets a preference is left out of the win rate
+  (alpaca_eval's rule; the record counts them)."""
+        else:
+            template = judge_template()
+            judging = f"""- Judging (a2rl's own pairwise judge, chosen with `judge_protocol=a2rl`; not
+  alpaca_eval's GPT-4 Turbo annotator): the judge ({judge_text}, any OpenAI-compatible endpoint,
+  temperature 0) sees the instruction, your model's answer and the reference answer, labelled
+  Response A and Response B. Which answer is A is decided per item by a seeded coin flip
+  (recorded), so position bias cancels out. The judge prompt (`{PROMPT_FILE}`, sha256
+  `{judge_template_sha256()}`) is exactly:
+
+```
+{template.rstrip()}
+```
+
+- An answer exactly equal to the reference is a tie (0.5) without asking the judge, as
+  alpaca_eval does.
+- The judge's reply must be exactly `A`, `B` or `TIE` (case, surrounding whitespace and
+  punctuation are ignored; anything else, e.g. `Response A`, is not accepted). An unparseable
+  reply is asked again up to {p.parse_retries} more times; an item that never gets a verdict has no
+  preference and is left out of the win rate (alpaca_eval's rule; the record counts them)."""
         if p.source == "hub":
             data_src = (f"the first {p.n_train} rows of the Stanford Alpaca data (`{TRAIN_REPO}`)")
             held_src = (f"{n_eval} instructions of AlpacaEval (`{EVAL_REPO}`, `{EVAL_FILE}`), each with a "
@@ -463,24 +567,10 @@ training data yourself.
 - Decoding: greedy, at most {self.generation.max_new_tokens} new tokens, stop at the end-of-turn token;
   an answer cut off at the limit is judged as it is. Generation settings in your submission
   (`generation_config.json`) are ignored.
-- Judging: the judge ({judge_text}, any OpenAI-compatible endpoint, temperature 0) sees the
-  instruction, your model's answer and the reference answer, labelled Response A and Response B.
-  Which answer is A is decided per item by a seeded coin flip (recorded), so position bias
-  cancels out. This is a2rl's judge prompt, not alpaca_eval's GPT-4 Turbo annotator. The judge
-  prompt (`{PROMPT_FILE}`, sha256 `{judge_template_sha256()}`) is exactly:
-
-```
-{template.rstrip()}
-```
-
-- An answer exactly equal to the reference is a tie (0.5) without asking the judge, as
-  alpaca_eval does.
-- The judge's reply must be exactly `A`, `B` or `TIE` (case, surrounding whitespace and
-  punctuation are ignored; anything else, e.g. `Response A`, is not accepted). An unparseable
-  reply is asked again up to {p.parse_retries} more times; an item that never gets a verdict has no
-  preference and is left out of the win rate (alpaca_eval's rule; the record counts them).
-- Per item: your answer wins = 1, TIE = 0.5, loses = 0. Win rate = 100 × mean over the items
-  with a verdict (alpaca_eval {ALPACA_EVAL_VERSION}'s `get_winrate`).
+{judging}
+- Per item: your answer wins = 1, TIE = 0.5, loses = 0 (a weighted judge gives values in
+  between). Win rate = 100 × mean over the items with a preference (alpaca_eval
+  {ALPACA_EVAL_VERSION}'s `get_winrate`).
 - Score (0–100): the **length-controlled (LC) win rate** when available, else the raw win rate.
   LC is AlpacaEval 2.0's metric, computed with the `alpaca_eval` package's own GLM: the win rate
   predicted for an answer of the same length as the reference, so padding answers does not pay.

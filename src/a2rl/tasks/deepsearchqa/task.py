@@ -374,9 +374,10 @@ class DeepSearchQAParams(TaskParams):
     parse_retries: int = Field(default=2, ge=0)
     """Extra judge calls when a reply is not a usable JSON grade; then every item counts as
     missing (the answer is wrong)."""
-    heldout_seed: int | None = None
+    heldout_seed: int | None = Field(default=None, json_schema_extra={"secret": True})
     """Offline source: seed of the held-out world; None = this installation's secret seed (under
-    $A2RL_HOME, never mounted in the sandbox). Secret: never written into a workspace."""
+    $A2RL_HOME, never mounted in the sandbox). Secret (marked on the field, and named in
+    TaskParams.SECRET_FIELDS): never written into a workspace."""
 
 
 @dataclass
@@ -406,7 +407,8 @@ class DeepSearchQATask(InteractiveTask):
     """2: DeepSearchQA's official rule (fully correct + precision/recall/F1), the starter-code
     autorater prompt as the judge, a string grader that applies the same rule; the offline
     held-out questions come from a separate world generated from the installation's secret seed."""
-    audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa")
+    audit_patterns = (r"\bgold_answer\b", r"answer_type.*==", r"google/deepsearchqa", r"\bheldout_world\(",
+                      r"deepsearchqa-heldout-seed", r"\bheldout_episodes\(")
     Params = DeepSearchQAParams
     rollout: ClassVar[RolloutConfig] = RolloutConfig(
         generation=GenerationSettings(max_new_tokens=256, stop=STOP), max_steps=MAX_STEPS)
