@@ -1,0 +1,420 @@
+"""Command lines: what each simple command in a shell line launches, and what that trains.
+
+A command line from a transcript (`cd w && nohup accelerate launch --config_file a.yaml
+train.py > log 2>&1 &`) is split into simple commands; each loses its environment assignments
+and wrappers (nohup, timeout, env, setsid, nice, time, uv run, conda run); then the launcher
+(python, torchrun, deepspeed, accelerate, trl, llamafactory-cli, axolotl, tune, bash) says where
+the script, module or config is. The training itself is read from that script or config (in the
+workspace files) and the command's own arguments (Hydra overrides, --use_peft, …).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from a2rl.analysis._configs import (
+    config_detection,
+    hf_args_peft,
+    load_config,
+    openrlhf_detection,
+    torchtune_detection,
+    trl_cli_detection,
+    verl_detection,
+)
+from a2rl.analysis._detect import Detection, analyse_script
+from a2rl.analysis._methods import TRAINING
+
+_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
+_REDIRECTS = {">", ">>", "<", ">&", "&>", "<<", "<<<", ">|", "&>>"}
+_KEYWORDS = {"do", "done", "then", "fi", "else", "elif", "if", "while", "until", "for", "in",
+             "{", "}", "!", "time", "exec", "case", "esac"}
+_WRAPPERS_NO_ARG = {"nohup", "setsid", "stdbuf", "unbuffer", "command", "builtin", "sudo", "nice",
+                    "ionice", "caffeinate", "srun", "xargs"}
+_PY = re.compile(r"^(python[\d.]*|pypy3?)$")
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.\w+)+$")
+_FLAG_ONLY = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--cpu", "--debug", "--quiet", "-q",
+              "--standalone", "--no_python", "--no-python", "--tee", "--use_megatron_lm",
+              "--no_local_rank", "--autotuning", "--bind_cores_to_rank", "--force_multi", "-u"}
+WAIT_PROGRAMS = {"sleep", "wait", "watch", "timeout_wait"}
+
+
+@dataclass
+class Launch:
+    """One simple command, after wrappers."""
+
+    argv: list[str]
+    """The command as run (wrappers and VAR=value assignments removed)."""
+    launcher: str
+    """Program name: python, torchrun, deepspeed, accelerate, trl, llamafactory-cli, axolotl,
+    tune, bash, or any other program."""
+    script: str | None = None
+    """The .py (or .sh) file it runs."""
+    module: str | None = None
+    """The module of `-m`/`--module`."""
+    args: list[str] = field(default_factory=list)
+    """Arguments after the script or module."""
+    inline: str | None = None
+    """Code of `python -c`."""
+
+
+def split_commands(line: str) -> list[list[str]]:
+    """Simple commands of a shell line (split at ; && || | & newlines, redirections dropped)."""
+    try:
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:
+        tokens = line.split()
+    out: list[list[str]] = []
+    cur: list[str] = []
+    skip = False
+    for tok in tokens:
+        if skip:
+            skip = False
+            continue
+        if tok in _SEPARATORS:
+            if cur:
+                out.append(cur)
+            cur = []
+            continue
+        if tok in _REDIRECTS or re.fullmatch(r"[<>&|]+", tok) and ">" in tok or tok == "<":
+            # `2>&1`, `2> log`: the descriptor number before the operator is not an argument.
+            if cur and re.fullmatch(r"\d", cur[-1]):
+                cur.pop()
+            skip = True
+            continue
+        if not cur and tok in _KEYWORDS:
+            continue
+        cur.append(tok)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def strip_wrappers(argv: list[str]) -> list[str]:
+    """Drop VAR=value assignments and wrapper programs in front of the real command."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        name = PurePosixPath(a).name
+        if re.fullmatch(r"[A-Za-z_]\w*=.*", a):
+            i += 1
+        elif name in _WRAPPERS_NO_ARG:
+            i += 1
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if argv[i] in ("-n", "-c", "-o", "-e", "-i") else 1
+        elif name == "env":
+            i += 1
+            while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
+                i += 1
+        elif name == "timeout":
+            i += 1
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if argv[i] in ("-s", "-k", "--signal", "--kill-after") else 1
+            i += 1  # the duration
+        elif name in ("uv", "poetry", "pipenv", "pixi") and i + 1 < len(argv) and argv[i + 1] == "run":
+            i += 2
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if argv[i] in ("--with", "--python", "-p", "--env-file") else 1
+        elif name in ("conda", "mamba", "micromamba") and i + 1 < len(argv) and argv[i + 1] == "run":
+            i += 2
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if argv[i] in ("-n", "--name", "-p", "--prefix") else 1
+        else:
+            break
+    return argv[i:]
+
+
+def _after_options(argv: list[str], start: int) -> tuple[str | None, str | None, int]:
+    """Launcher options up to the script or module: (script, module, index after it)."""
+    i = start
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-m", "--module"):
+            j = i + 1
+            # deepspeed/accelerate `--module` is a flag; the module is the next positional.
+            while j < len(argv) and argv[j].startswith("-"):
+                j += 1 if argv[j] in _FLAG_ONLY or "=" in argv[j] else 2
+            return None, (argv[j] if j < len(argv) else None), j + 1
+        if a.startswith("-"):
+            if "=" in a or a in _FLAG_ONLY or a in ("-O", "-OO", "-B", "-s", "-S", "-E", "-I"):
+                i += 1
+            elif a in ("-X", "-W"):
+                i += 2
+            elif i + 1 < len(argv) and (argv[i + 1].endswith(".py") or argv[i + 1].startswith("-")):
+                i += 1
+            else:
+                i += 2
+            continue
+        if a.endswith((".py", ".sh")) or "/" in a or not _MODULE_NAME.match(a):
+            return a, None, i + 1
+        return a, None, i + 1
+    return None, None, i
+
+
+def parse_launch(argv: list[str]) -> Launch | None:
+    argv = strip_wrappers(argv)
+    if not argv:
+        return None
+    prog = PurePosixPath(argv[0]).name
+    if _PY.match(prog):
+        if "-c" in argv[1:3] or (len(argv) > 1 and argv[1].startswith("-") and "c" in argv[1][1:]
+                                 and argv[1] not in ("--config",)):
+            k = argv.index("-c") if "-c" in argv else 1
+            return Launch(argv, "python", inline=argv[k + 1] if k + 1 < len(argv) else "")
+        script, module, rest = _after_options(argv, 1)
+        if module in ("torch.distributed.run", "torch.distributed.launch"):
+            script, module, rest2 = _after_options(argv, rest)
+            return Launch(argv, "torchrun", script=script, module=module, args=argv[rest2:])
+        if module == "accelerate.commands.launch":
+            script, module, rest2 = _after_options(argv, rest)
+            return Launch(argv, "accelerate", script=script, module=module, args=argv[rest2:])
+        return Launch(argv, "python", script=script, module=module, args=argv[rest:])
+    if prog in ("torchrun", "deepspeed"):
+        script, module, rest = _after_options(argv, 1)
+        return Launch(argv, prog, script=script, module=module, args=argv[rest:])
+    if prog == "accelerate" and len(argv) > 1 and argv[1] == "launch":
+        script, module, rest = _after_options(argv, 2)
+        return Launch(argv, "accelerate", script=script, module=module, args=argv[rest:])
+    if prog in ("bash", "sh", "zsh", "dash", "source", "."):
+        if len(argv) > 2 and argv[1] == "-c":
+            return Launch(argv, "bash", inline=argv[2])
+        target = next((a for a in argv[1:] if not a.startswith("-")), None)
+        return Launch(argv, "bash", script=target, args=argv[2:])
+    if prog.endswith(".sh"):
+        return Launch(argv, "bash", script=argv[0], args=argv[1:])
+    return Launch(argv, prog, args=argv[1:])
+
+
+class CommandReader:
+    """Analyses command lines against the workspace's files (path -> text)."""
+
+    def __init__(self, files: dict[str, str], *, cwd: str = "") -> None:
+        self.files = files
+        self.cwd = cwd
+        self._cache: dict[str, Detection] = {}
+        self._depth = 0
+
+    # ---- files -----------------------------------------------------------------------------
+    def find(self, arg: str | None, *, base: str = "") -> str | None:
+        """A command argument as a path in the files (absolute, ./relative, or by suffix)."""
+        if not arg:
+            return None
+        arg = arg.strip()
+        cands = [arg.removeprefix("./")]
+        if base:
+            cands.insert(0, str(PurePosixPath(base) / arg.removeprefix("./")))
+        for c in cands:
+            if c in self.files:
+                return c
+        parts = PurePosixPath(arg).parts
+        # Absolute paths from another machine (/home/ben/task/train.py): the longest suffix
+        # that names exactly one file.
+        for k in range(len(parts)):
+            tail = str(PurePosixPath(*parts[k:]))
+            matches = [f for f in self.files if f == tail or f.endswith("/" + tail)]
+            if len(matches) == 1:
+                return matches[0]
+            if matches and k == len(parts) - 1:
+                return None
+        return None
+
+    def module_reader(self, script_path: str) -> object:
+        base = str(PurePosixPath(script_path).parent)
+
+        def read(dotted: str) -> tuple[str, str] | None:
+            rel = dotted.replace(".", "/")
+            for cand in (f"{rel}.py", f"{rel}/__init__.py"):
+                for prefix in (base, ""):
+                    path = str(PurePosixPath(prefix) / cand) if prefix and prefix != "." else cand
+                    if path in self.files:
+                        return path, self.files[path]
+            return None
+
+        return read
+
+    def script(self, path: str, args: list[str]) -> Detection:
+        key = path
+        if key not in self._cache:
+            self._cache[key] = analyse_script(
+                path, self.files[path], read_module=self.module_reader(path),  # type: ignore[arg-type]
+                analyse_command=self._nested)
+        found = self._cache[key]
+        d = Detection(path)
+        d.merge(found)
+        d.parse_error = found.parse_error
+        d.classes = found.classes
+        # Config files on the command line: LLaMA-Factory's `src/train.py x.yaml`, recipe YAMLs
+        # of alignment-handbook / open-r1 (`--config recipe.yaml`), TRL-style `--use_peft`.
+        config = None
+        for a in args:
+            if a.endswith((".yaml", ".yml", ".json")) and (p := self.find(a)):
+                data = load_config(self.files[p], p)
+                if data is None:
+                    continue
+                config = data
+                sub = config_detection(p, data)
+                # A script that hands its config to a framework (LLaMA-Factory's run_exp,
+                # axolotl's train) trains what the config says.
+                if sub is not None and (not d.methods & TRAINING or
+                                        d.framework in ("llamafactory", "axolotl")):
+                    d.merge(sub)
+        if d.conditional_peft and "PEFT" not in d.methods:
+            why = hf_args_peft(args, config)
+            if why:
+                d.add("PEFT", f"{why} turns on {d.conditional_peft[0]}")
+        return d
+
+    def _nested(self, command: str) -> Detection | None:
+        if self._depth > 3:
+            return None
+        self._depth += 1
+        try:
+            return self.analyse(command)
+        finally:
+            self._depth -= 1
+
+    # ---- commands --------------------------------------------------------------------------
+    def analyse(self, command: str) -> Detection | None:
+        """What a command line trains (None: it launches nothing we can read). Several training
+        launches in one line are merged."""
+        found: Detection | None = None
+        for argv in split_commands(command):
+            d = self.analyse_argv(argv)
+            if d is None:
+                continue
+            if found is None:
+                found = d
+            elif d.trains and not found.trains:
+                found = d
+            elif d.trains:
+                found.merge(d)
+        return found
+
+    def analyse_argv(self, argv: list[str]) -> Detection | None:
+        launch = parse_launch(argv)
+        if launch is None:
+            return None
+        return self.analyse_launch(launch)
+
+    def analyse_launch(self, launch: Launch) -> Detection | None:
+        lc = launch.launcher
+        args = launch.args
+        if launch.inline is not None:
+            if lc == "bash":
+                return self._nested(launch.inline)
+            d = analyse_script("<python -c>", launch.inline, analyse_command=self._nested)
+            return d if d.methods or d.trains else None
+        if lc in ("python", "torchrun", "deepspeed", "accelerate"):
+            if launch.module:
+                return self.module(launch.module, args)
+            path = self.find(launch.script)
+            if path is None:
+                return None
+            if path.endswith(".sh"):
+                return self.shell_script(path)
+            return self.script(path, args)
+        if lc == "bash":
+            path = self.find(launch.script)
+            return self.shell_script(path) if path and path.endswith((".sh", ".bash")) or \
+                (path and not path.endswith(".py")) else None
+        if lc == "trl" and args:
+            cfg_arg = _flag(args, "--config")
+            cfg = self._config(cfg_arg)
+            return trl_cli_detection(args[0], args[1:], cfg)
+        if lc in ("llamafactory-cli", "lmf") and args and args[0] == "train":
+            return self._config_launch(args[1:], "llamafactory")
+        if lc == "axolotl" and args and args[0] == "train":
+            return self._config_launch(args[1:], "axolotl")
+        if lc == "tune" and args and args[0] == "run":
+            rest = [a for a in args[1:] if not a.startswith("--nproc") and not a.startswith("--nnodes")]
+            recipe = next((a for a in rest if not a.startswith("-") and "=" not in a), None)
+            if recipe is None:
+                return None
+            cfg_name = _flag(args, "--config")
+            cfg = self._config(cfg_name)
+            return torchtune_detection(recipe, cfg_name, cfg, args)
+        return None
+
+    def module(self, module: str, args: list[str]) -> Detection | None:
+        local = module.replace(".", "/") + ".py"
+        if (path := self.find(local)) is not None:
+            return self.script(path, args)
+        root = module.split(".")[0]
+        if root == "verl" or (root == "recipe" and "main" in module):
+            cfg = None
+            cfg_dir, cfg_name = _flag(args, "--config-path"), _flag(args, "--config-name")
+            if cfg_name:
+                cfg = self._config(str(PurePosixPath(cfg_dir or "") / cfg_name)
+                                   + ("" if cfg_name.endswith((".yaml", ".yml")) else ".yaml"))
+            d = verl_detection(module, args, cfg)
+            return d if d.trains else None
+        if root == "openrlhf":
+            d = openrlhf_detection(module, args)
+            return d if d.trains or d.methods else None
+        if root == "axolotl" and module.endswith("cli.train"):
+            return self._config_launch(args, "axolotl")
+        if root == "llamafactory" and (module.endswith("launcher") or module.endswith("cli")):
+            return self._config_launch(args[1:] if args[:1] == ["train"] else args, "llamafactory")
+        if root == "trl" and module.startswith("trl.scripts."):
+            return trl_cli_detection(module.rsplit(".", 1)[-1], args, self._config(_flag(args, "--config")))
+        return None
+
+    def _config(self, arg: str | None) -> dict[str, object] | None:
+        path = self.find(arg)
+        return load_config(self.files[path], path) if path else None
+
+    def _config_launch(self, args: list[str], framework: str) -> Detection | None:
+        cfg_arg = next((a for a in args if a.endswith((".yaml", ".yml", ".json"))), None)
+        path = self.find(cfg_arg)
+        if path is None:
+            d = Detection(f"{framework} {cfg_arg or ''}".strip())
+            d.framework = framework
+            # The config is not in the workspace: the launch still trains; its method is unknown.
+            d.add("SFT", f"{framework} train {cfg_arg} (config not in the workspace; "
+                  "supervised assumed)")
+            d.trains = True
+            return d
+        data = load_config(self.files[path], path)
+        if data is None:
+            return None
+        for a in args:  # key=value overrides after the config (LLaMA-Factory accepts them)
+            if "=" in a and not a.startswith("-"):
+                k, _, v = a.partition("=")
+                data[k] = v
+        return config_detection(path, data, framework=framework)
+
+    def shell_script(self, path: str) -> Detection | None:
+        if self._depth > 3:
+            return None
+        self._depth += 1
+        try:
+            text = self.files[path]
+            # Line continuations join a command that spans lines.
+            return self.analyse(re.sub(r"\\\n", " ", text))
+        finally:
+            self._depth -= 1
+
+
+def _flag(args: list[str], flag: str) -> str | None:
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def launched_file(command_argv: list[str]) -> str | None:
+    """The script or config a simple command runs (for joining experiments to files)."""
+    launch = parse_launch(command_argv)
+    if launch is None:
+        return None
+    if launch.script:
+        return launch.script
+    cfg = next((a for a in launch.args if a.endswith((".yaml", ".yml", ".json"))), None)
+    return cfg or launch.module
