@@ -185,8 +185,9 @@ def verl_detection(module: str, args: list[str], config: dict[str, Any] | None) 
         return d  # main_generation, main_eval, …: not training
     if method == "SFT":
         d.add("SFT", f"-m {module}")
-        if _lora_rank(ov.get("model.lora_rank") or (_dig(config, "model.lora_rank") if config else None)):
-            d.add("PEFT", f"model.lora_rank={ov.get('model.lora_rank') or _dig(config or {}, 'model.lora_rank')}")
+        rank = ov.get("model.lora_rank") or (_dig(config, "model.lora_rank") if config else None)
+        if _lora_rank(rank):
+            d.add("PEFT", f"model.lora_rank={rank}")
     else:
         est = ov.get("algorithm.adv_estimator") or (
             str(_dig(config, "algorithm.adv_estimator")) if config and _dig(config, "algorithm.adv_estimator")

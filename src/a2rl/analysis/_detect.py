@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from a2rl.analysis._methods import (
-    RL,
     TRAINING,
     Kind,
     Route,
