@@ -72,6 +72,9 @@ class Detection:
     """PEFT that only applies when the command or config asks for it (TRL's get_peft_config)."""
     rl_config: list[str] = field(default_factory=list)
     """Trainers whose algorithm comes from the run's config (verl's RayPPOTrainer)."""
+    hydra_config: str | None = None
+    """The YAML a `@hydra.main(config_path=…, config_name=…)` entry point loads (script-relative
+    path resolved against the script's folder)."""
     classes: dict[str, str] = field(default_factory=dict)
     """Trainer classes the script defines or imports -> their method (for scripts importing it)."""
 
@@ -442,7 +445,20 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
     result.classes = dict(reader.classes)
     if result.rl_config:
         _verl_estimator(tree, result)
+        result.hydra_config = _hydra_config(tree, path)
     return result
+
+
+def _hydra_config(tree: ast.Module, path: str) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _chain(node.func)[-1:] == ["main"]:
+            kws = {kw.arg: kw.value.value for kw in node.keywords
+                   if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)}
+            if "config_name" in kws:
+                folder = PurePosixPath(path).parent / kws.get("config_path", "")
+                name = kws["config_name"]
+                return str(folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"))
+    return None
 
 
 def _verl_estimator(tree: ast.Module, result: Detection) -> None:
@@ -468,6 +484,7 @@ def _verl_estimator(tree: ast.Module, result: Detection) -> None:
                 result.methods.discard("PPO")
                 result.evidence.pop("PPO", None)
             result.add(method, f"line {getattr(node, 'lineno', '?')}: adv_estimator={value}")
+            result.rl_config = []  # settled in the script itself
             return
     result.evidence.setdefault("PPO", []).append(
         "verl's RayPPOTrainer trains PPO (GAE) unless the config sets algorithm.adv_estimator")

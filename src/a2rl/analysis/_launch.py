@@ -60,8 +60,43 @@ class Launch:
     """Code of `python -c`."""
 
 
+def logical_lines(text: str) -> list[str]:
+    """Lines of a shell text, with `\\`-continuations joined and newlines inside quotes kept
+    (a `python -c "…"` spanning lines is one command)."""
+    text = re.sub(r"\\\r?\n", " ", text)
+    lines: list[str] = []
+    cur: list[str] = []
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            lines.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    lines.append("".join(cur))
+    return [ln for ln in lines if ln.strip()]
+
+
 def split_commands(line: str) -> list[list[str]]:
-    """Simple commands of a shell line (split at ; && || | & newlines, redirections dropped)."""
+    """Simple commands of a shell text (split at ; && || | & and newlines; redirections and
+    comments dropped)."""
+    out: list[list[str]] = []
+    for logical in logical_lines(line):
+        out += _split_line(logical)
+    return out
+
+
+def _split_line(line: str) -> list[list[str]]:
     try:
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
@@ -76,12 +111,12 @@ def split_commands(line: str) -> list[list[str]]:
         if skip:
             skip = False
             continue
-        if tok in _SEPARATORS:
+        if tok in _SEPARATORS or set(tok) <= set(";&|()"):
             if cur:
                 out.append(cur)
             cur = []
             continue
-        if tok in _REDIRECTS or re.fullmatch(r"[<>&|]+", tok) and ">" in tok or tok == "<":
+        if tok in _REDIRECTS or set(tok) <= set("<>&|") and ("<" in tok or ">" in tok):
             # `2>&1`, `2> log`: the descriptor number before the operator is not an argument.
             if cur and re.fullmatch(r"\d", cur[-1]):
                 cur.pop()
@@ -103,6 +138,8 @@ def strip_wrappers(argv: list[str]) -> list[str]:
         name = PurePosixPath(a).name
         if re.fullmatch(r"[A-Za-z_]\w*=.*", a):
             i += 1
+        elif name == "ray" and "--" in argv[i:]:
+            i = argv.index("--", i) + 1  # `ray job submit … -- python3 -m …`
         elif name in _WRAPPERS_NO_ARG:
             i += 1
             while i < len(argv) and argv[i].startswith("-"):
@@ -263,11 +300,34 @@ class CommandReader:
                 if sub is not None and (not d.methods & TRAINING or
                                         d.framework in ("llamafactory", "axolotl")):
                     d.merge(sub)
+        if d.rl_config:
+            self._verl_config(d, args)
         if d.conditional_peft and "PEFT" not in d.methods:
             why = hf_args_peft(args, config)
             if why:
                 d.add("PEFT", f"{why} turns on {d.conditional_peft[0]}")
         return d
+
+    def _verl_config(self, d: Detection, args: list[str]) -> None:
+        """A script that builds verl's RayPPOTrainer: the estimator comes from the command's
+        overrides, else from the Hydra config its `@hydra.main` names."""
+        from a2rl.analysis._configs import overrides, verl_estimator_method
+
+        est = overrides(args).get("algorithm.adv_estimator")
+        where = f"override algorithm.adv_estimator={est}"
+        if est is None and d.hydra_config:
+            cfg = self._config(d.hydra_config)
+            value = ((cfg or {}).get("algorithm") or {}).get("adv_estimator") \
+                if isinstance((cfg or {}).get("algorithm"), dict) else None
+            if value:
+                est, where = str(value), f"{d.hydra_config}: algorithm.adv_estimator: {value}"
+        if est is None:
+            return
+        method = verl_estimator_method(est)
+        if method != "PPO":
+            d.methods.discard("PPO")
+            d.evidence.pop("PPO", None)
+        d.add(method, where)
 
     def _nested(self, command: str) -> Detection | None:
         if self._depth > 3:
@@ -331,8 +391,14 @@ class CommandReader:
         if lc == "axolotl" and args and args[0] == "train":
             return self._config_launch(args[1:], "axolotl")
         if lc == "tune" and args and args[0] == "run":
-            rest = [a for a in args[1:] if not a.startswith("--nproc") and not a.startswith("--nnodes")]
-            recipe = next((a for a in rest if not a.startswith("-") and "=" not in a), None)
+            recipe = None
+            i = 1
+            while i < len(args):  # torchrun-style options come before the recipe
+                if args[i].startswith("-"):
+                    i += 1 if "=" in args[i] else 2
+                    continue
+                recipe = args[i]
+                break
             if recipe is None:
                 return None
             cfg_name = _flag(args, "--config")
