@@ -27,7 +27,9 @@ _LF_STAGE = {"pt": "SFT", "sft": "SFT", "rm": "reward model", "ppo": "PPO", "dpo
 _LF_PREF_LOSS = {"sigmoid": "DPO", "hinge": "DPO", "ipo": "IPO", "orpo": "ORPO", "simpo": "SimPO",
                  "kto_pair": "KTO"}
 _AXOLOTL_RL = {"dpo": "DPO", "ipo": "IPO", "kto": "KTO", "orpo": "ORPO", "simpo": "SimPO",
-               "grpo": "GRPO", "gdpo": "GRPO"}
+               "grpo": "GRPO", "gdpo": "GRPO", "ebft": "GRPO"}
+"""axolotl's `rl:` types; GDPO and EBFT (energy-based fine-tuning: feature-matching rewards on
+sampled completions) run on its GRPO trainer."""
 _VERL_ESTIMATORS = {"gae": "PPO", "grpo": "GRPO", "grpo_passk": "GRPO", "grpo_vectorized": "GRPO",
                     "drgrpo": "GRPO", "dr_grpo": "GRPO", "gpg": "GRPO", "optimal_token_baseline":
                     "GRPO", "rloo": "RLOO", "rloo_vectorized": "RLOO", "reinforce_plus_plus":
@@ -108,8 +110,8 @@ def config_detection(path: str, data: dict[str, Any], *, framework: str | None =
     `framework` says which tool reads it when the command tells (llamafactory, axolotl)."""
     d = Detection(path)
     where = f"{path}:"
-    if framework == "llamafactory" or "stage" in data and ("finetuning_type" in data or
-                                                           "model_name_or_path" in data):
+    lf_keys = {"stage", "finetuning_type", "model_name_or_path"} & set(data)
+    if framework == "llamafactory" and lf_keys or "stage" in data and len(lf_keys) >= 2:
         stage = str(data.get("stage", "sft")).lower()
         method = _LF_STAGE.get(stage)
         if method is None:
@@ -119,21 +121,27 @@ def config_detection(path: str, data: dict[str, Any], *, framework: str | None =
         d.add(method, f"{where} stage: {stage}" + (f", pref_loss: {data['pref_loss']}"
                                                    if "pref_loss" in data else ""))
         ftype = str(data.get("finetuning_type", "lora")).lower()
-        if ftype in ("lora", "oft", "freeze"):
+        # Adapters (LoRA, OFT) are PEFT; freeze-tuning updates some layers' own weights.
+        if ftype in ("lora", "oft"):
             d.add("PEFT", f"{where} finetuning_type: {ftype}"
                   + (" (the default)" if "finetuning_type" not in data else ""))
         # A predict-only config (do_predict, no do_train) evaluates; it does not train.
         d.trains = _truthy(data["do_train"]) if "do_train" in data else not _truthy(data.get("do_predict"))
         d.framework = "llamafactory"
         return d
-    if framework == "axolotl" or "base_model" in data and ("datasets" in data or "rl" in data):
+    if framework == "axolotl" and "base_model" in data or "base_model" in data and (
+            "datasets" in data or "rl" in data):
         rl = str(data.get("rl") or "").lower()
         if _truthy(data.get("process_reward_model")):
             d.add("PRM", f"{where} process_reward_model: true")
         elif _truthy(data.get("reward_model")):
             d.add("reward model", f"{where} reward_model: true")
+        elif rl in _AXOLOTL_RL:
+            d.add(_AXOLOTL_RL[rl], f"{where} rl: {rl}")
         elif rl:
-            d.add(_AXOLOTL_RL.get(rl, "DPO"), f"{where} rl: {rl}")
+            # An `rl:` type this version of a2rl does not know: axolotl's rl types are
+            # preference or RL trainers; preference is the safer reading (no rollouts seen).
+            d.add("DPO", f"{where} rl: {rl} (unknown type, read as preference optimisation)")
         else:
             d.add("SFT", f"{where} datasets without `rl` (supervised)")
         adapter = str(data.get("adapter") or "").lower()
@@ -215,18 +223,19 @@ def openrlhf_detection(module: str, args: list[str]) -> Detection:
             d.add("merging", f"-m {module}")
         return d  # serve_rm, batch_inference, interactive_chat: not training
     if method in ("PPO", "GRPO"):
-        est = _flag_value(args, "--advantage_estimator")
+        est = _flag_value(args, "advantage_estimator", "advantage.estimator")
         if est:
             method = _OPENRLHF_ESTIMATORS.get(est, method)
             d.add(method, f"--advantage_estimator {est}")
         else:
             d.add(method, f"-m {module}")
-    elif method == "DPO" and "--ipo" in args:
+    elif method == "DPO" and any(a.endswith("ipo") and a.startswith("--") for a in args):
         d.add("IPO", "--ipo")
     else:
         d.add(method, f"-m {module}")
-    if _lora_rank(_flag_value(args, "--lora_rank")):
-        d.add("PEFT", f"--lora_rank {_flag_value(args, '--lora_rank')}")
+    rank = _flag_value(args, "lora_rank", "lora.rank")
+    if _lora_rank(rank):
+        d.add("PEFT", f"LoRA rank {rank}")
     d.trains = True
     return d
 
@@ -275,10 +284,18 @@ def torchtune_detection(recipe: str, config_name: str | None, config: dict[str, 
     return d
 
 
-def _flag_value(args: list[str], flag: str) -> str | None:
+def _flag_value(args: list[str], *names: str) -> str | None:
+    """Value of a flag given by any of its spellings: `--lora_rank` and the dotted groups of
+    newer releases (`--ds.lora.rank`, `--algo.advantage.estimator`) match by their last parts."""
+    wanted = {n.lstrip("-").replace(".", "_") for n in names}
     for i, a in enumerate(args):
-        if a == flag and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
+        if not a.startswith("--"):
+            continue
+        key, eq, value = a[2:].partition("=")
+        norm = key.replace(".", "_")
+        if any(norm == w or norm.endswith("_" + w) for w in wanted):
+            if eq:
+                return value
+            if i + 1 < len(args) and not args[i + 1].startswith("--"):
+                return args[i + 1]
     return None

@@ -32,7 +32,7 @@ _REDIRECTS = {">", ">>", "<", ">&", "&>", "<<", "<<<", ">|", "&>>"}
 _KEYWORDS = {"do", "done", "then", "fi", "else", "elif", "if", "while", "until", "for", "in",
              "{", "}", "!", "time", "exec", "case", "esac"}
 _WRAPPERS_NO_ARG = {"nohup", "setsid", "stdbuf", "unbuffer", "command", "builtin", "sudo", "nice",
-                    "ionice", "caffeinate", "srun", "xargs"}
+                    "ionice", "caffeinate", "xargs"}
 _PY = re.compile(r"^(python[\d.]*|pypy3?)$")
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.\w+)+$")
 _FLAG_ONLY = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--cpu", "--debug", "--quiet", "-q",
@@ -68,11 +68,19 @@ def logical_lines(text: str) -> list[str]:
     cur: list[str] = []
     quote: str | None = None
     escaped = False
+    comment = False
     for ch in text:
+        if comment:  # quotes in a comment ("don't") open nothing
+            if ch != "\n":
+                continue
+            comment = False
         if escaped:
             escaped = False
         elif ch == "\\" and quote != "'":
             escaped = True
+        elif not quote and ch == "#" and (not cur or cur[-1] in " \t;&|("):
+            comment = True
+            continue
         elif quote:
             if ch == quote:
                 quote = None
@@ -138,6 +146,10 @@ def strip_wrappers(argv: list[str]) -> list[str]:
         name = PurePosixPath(a).name
         if re.fullmatch(r"[A-Za-z_]\w*=.*", a):
             i += 1
+        elif name in ("srun", "mpirun"):
+            i += 1  # short options take a value, long ones carry it with `=` or are flags
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if re.fullmatch(r"-[A-Za-z]", argv[i]) else 1
         elif name == "ray" and "--" in argv[i:]:
             i = argv.index("--", i) + 1  # `ray job submit … -- python3 -m …`
         elif name in _WRAPPERS_NO_ARG:
@@ -342,8 +354,11 @@ class CommandReader:
     def analyse(self, command: str) -> Detection | None:
         """What a command line trains (None: it launches nothing we can read). Several training
         launches in one line are merged."""
+        return self._combine(split_commands(command))
+
+    def _combine(self, commands: list[list[str]]) -> Detection | None:
         found: Detection | None = None
-        for argv in split_commands(command):
+        for argv in commands:
             d = self.analyse_argv(argv)
             if d is None:
                 continue
@@ -459,11 +474,78 @@ class CommandReader:
             return None
         self._depth += 1
         try:
-            text = self.files[path]
-            # Line continuations join a command that spans lines.
-            return self.analyse(re.sub(r"\\\n", " ", text))
+            # Each line on its own: an odd expanded value cannot run into the next line.
+            return self._combine([argv for line in script_commands(self.files[path])
+                                  for argv in _split_line(line)])
         finally:
             self._depth -= 1
+
+
+_HEREDOC = re.compile(r"read\s+(?:-\w+\s+(?:''\s+)?)*(\w+)\s*<<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\2\s*$",
+                      re.S | re.M)
+_ARRAY = re.compile(r"^\s*([A-Za-z_]\w*)=\((.*?)\)\s*$", re.S | re.M)
+_ASSIGN = re.compile(r"^\s*(?:export\s+|readonly\s+|local\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
+
+
+def script_commands(text: str) -> list[str]:
+    """The command lines of a shell script, with the variables it sets expanded where they are
+    used: commands kept in a heredoc (`read -r -d '' cmd <<EOF … EOF; deepspeed --module
+    $cmd`), in arrays (`ARGS=( … )`, `"${ARGS[@]}"`) or in plain assignments (`MODEL=…`,
+    `X=${X:-default}`). Lines are split before expanding, so an odd value cannot swallow the
+    rest of the script; values from outside the script stay as they are."""
+    values: dict[str, str] = {}
+    for m in _ARRAY.finditer(text):
+        body = "\n".join(line.split("#", 1)[0] for line in m.group(2).splitlines())
+        values[m.group(1)] = " ".join(re.sub(r"\\\r?\n", " ", body).split())
+    text = _ARRAY.sub("", text)
+    for m in _HEREDOC.finditer(text):
+        values[m.group(1)] = re.sub(r"\\\r?\n", " ", m.group(3))
+    text = _HEREDOC.sub("", text)
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group("name") or m.group("bare")
+        if name in values:
+            return values[name]
+        if m.group("default") is not None:  # ${NAME:-default}
+            return m.group("default").strip("\"'")
+        return m.group(0)
+
+    def expand(line: str) -> str:
+        for _ in range(3):  # values that use other values
+            line = _VAR.sub(lambda v: _requote(v, sub(v)), line)
+        return line
+
+    out: list[str] = []
+    for line in logical_lines(text):
+        m = _ASSIGN.match(line)
+        if m and _one_word(line):  # in order: a value may use the ones before it
+            values.setdefault(m.group(1), expand(m.group(2)).strip("\"'"))
+            continue
+        out.append(expand(line))
+    return out
+
+
+def _one_word(line: str) -> bool:
+    """`X=1` is an assignment; `X=1 python t.py` runs a program with X set."""
+    try:
+        return len(shlex.split(line, comments=True)) == 1
+    except ValueError:
+        return False
+
+
+_VAR = re.compile(r"(?P<q>\")?\$\{(?P<name>\w+)(?:\[[@*]\])?(?::-(?P<default>[^}]*))?\}(?(q)\")"
+                  r"|\$(?P<bare>\w+)")
+
+
+def _requote(m: re.Match[str], value: str) -> str:
+    """Keep the quotes around a scalar expansion; drop them around an array (`"${A[@]}"` is
+    several words)."""
+    whole = m.group(0)
+    if not m.group("q"):
+        return value
+    if "[@]" in whole or "[*]" in whole:
+        return value
+    return f'"{value}"'
 
 
 def _flag(args: list[str], flag: str) -> str | None:
