@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
 from a2rl.analysis._configs import (
     config_detection,
@@ -24,7 +25,7 @@ from a2rl.analysis._configs import (
     trl_cli_detection,
     verl_detection,
 )
-from a2rl.analysis._detect import Detection, analyse_script
+from a2rl.analysis._detect import Detection, ModuleReader, analyse_script
 from a2rl.analysis._methods import TRAINING
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
@@ -272,7 +273,7 @@ class CommandReader:
                 return None
         return None
 
-    def module_reader(self, script_path: str) -> object:
+    def module_reader(self, script_path: str) -> ModuleReader:
         base = str(PurePosixPath(script_path).parent)
 
         def read(dotted: str) -> tuple[str, str] | None:
@@ -290,7 +291,7 @@ class CommandReader:
         key = path
         if key not in self._cache:
             self._cache[key] = analyse_script(
-                path, self.files[path], read_module=self.module_reader(path),  # type: ignore[arg-type]
+                path, self.files[path], read_module=self.module_reader(path),
                 analyse_command=self._nested)
         found = self._cache[key]
         d = Detection(path)
@@ -328,9 +329,8 @@ class CommandReader:
         est = overrides(args).get("algorithm.adv_estimator")
         where = f"override algorithm.adv_estimator={est}"
         if est is None and d.hydra_config:
-            cfg = self._config(d.hydra_config)
-            value = ((cfg or {}).get("algorithm") or {}).get("adv_estimator") \
-                if isinstance((cfg or {}).get("algorithm"), dict) else None
+            algorithm = (self._config(d.hydra_config) or {}).get("algorithm")
+            value = algorithm.get("adv_estimator") if isinstance(algorithm, dict) else None
             if value:
                 est, where = str(value), f"{d.hydra_config}: algorithm.adv_estimator: {value}"
         if est is None:
@@ -445,7 +445,7 @@ class CommandReader:
             return trl_cli_detection(module.rsplit(".", 1)[-1], args, self._config(_flag(args, "--config")))
         return None
 
-    def _config(self, arg: str | None) -> dict[str, object] | None:
+    def _config(self, arg: str | None) -> dict[str, Any] | None:
         path = self.find(arg)
         return load_config(self.files[path], path) if path else None
 
@@ -517,9 +517,9 @@ def script_commands(text: str) -> list[str]:
 
     out: list[str] = []
     for line in logical_lines(text):
-        m = _ASSIGN.match(line)
-        if m and _one_word(line):  # in order: a value may use the ones before it
-            values.setdefault(m.group(1), expand(m.group(2)).strip("\"'"))
+        assign = _ASSIGN.match(line)
+        if assign and _one_word(line):  # in order: a value may use the ones before it
+            values.setdefault(assign.group(1), expand(assign.group(2)).strip("\"'"))
             continue
         out.append(expand(line))
     return out
