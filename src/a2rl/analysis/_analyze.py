@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import re
 import threading
@@ -50,7 +51,11 @@ _CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs",
                 "lora_alpha": "lora_alpha", "num_generations": "num_generations", "beta": "beta",
                 "max_train": "data_size", "max_length": "max_length"}
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
-_OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o")
+_OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o",
+              "--save_path", "--save-path", "--out_dir", "--out-dir")
+_INIT_FLAGS = ("--init", "--model", "--model_path", "--model-path", "--model_name_or_path",
+               "--base", "--base_model", "--pretrain", "--init_from", "--resume_from_checkpoint",
+               "--checkpoint", "--ckpt")
 
 
 def read_agent_events(run_dir: Path) -> list[AgentEvent] | None:
@@ -137,11 +142,17 @@ def traced_scripts(events: list[ExecEvent], files: dict[str, str], workspace: Pa
     return ran
 
 
+def _flag_values(rel: list[str], flags: tuple[str, ...]) -> list[str]:
+    return [rel[i + 1].rstrip("/") for i, a in enumerate(rel[:-1]) if a in flags] + \
+        [a.split("=", 1)[1].rstrip("/") for a in rel if "=" in a and a.split("=", 1)[0] in flags]
+
+
 def _experiment(found: Detection, *, start: float, end: float | None, exit_code: int | None,
                 argv: list[str], command: str, source: str, workspace: Path,
-                artifacts: list[ArtifactEntry], reader: CommandReader) -> Experiment:
+                artifacts: list[ArtifactEntry], reader: CommandReader,
+                earlier: list[Experiment] | None = None) -> Experiment:
     """An experiment from one launched training command (output folder and parent from the
-    command's arguments and the artifact index)."""
+    command's arguments, the artifact index and the outputs of earlier experiments)."""
     by_path = {a.path: a for a in artifacts}
     ws = str(workspace.resolve())
     rel = [a.replace(ws + "/", "").removeprefix("./") for a in argv[1:]]
@@ -150,13 +161,20 @@ def _experiment(found: Detection, *, start: float, end: float | None, exit_code:
     # The output folder: named by an --out-style flag, else a model folder on the command line
     # that first appeared after the command started.
     out_dir = next((a.rstrip("/") for a in flagged if a.rstrip("/") in by_path), None) or next(
-        (a for a in rel if a in by_path and by_path[a].elapsed_s >= start), None)
-    parent = by_path[out_dir].parent if out_dir else None
+        (a for a in rel if a in by_path and by_path[a].elapsed_s >= start), None) or next(
+        iter(flagged), None)
+    parent = by_path[out_dir].parent if out_dir and out_dir in by_path else None
     inputs = [a for a in rel if a.endswith((".jsonl", ".csv", ".parquet", ".txt"))
               or a.startswith("data")]
-    model_args = [a for a in rel if a == "model" or a.endswith("/model") or a in by_path]
-    init = parent or next((a for a in model_args if a != out_dir), None)
-    stage = "from checkpoint" if init and init in by_path else "from base"
+    produced = {e.path for e in earlier or [] if e.path}
+    model_args = [a for a in rel if a == "model" or a.endswith("/model") or a in by_path
+                  or a.rstrip("/") in produced]
+    init = parent or next((a for a in _flag_values(rel, _INIT_FLAGS) if a != out_dir), None) or \
+        next((a for a in model_args if a != out_dir), None)
+    # A stage starts from an in-run checkpoint: one the artifact index saw or an earlier
+    # experiment wrote.
+    stage = "from checkpoint" if init and (init in by_path or init.rstrip("/") in produced) \
+        else "from base"
     files = _command_files(argv, reader)
     return Experiment(
         path=out_dir, elapsed_s=start, parent=init, strategy=training_kind(found.methods),
@@ -231,6 +249,8 @@ def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: b
              best_before: float | None, had_valid_before: bool) -> tuple[FailureType | None, str | None]:
     if rec.status == "baseline_copy":
         return None, None
+    if rec.valid and rec.improvement is None:
+        return None, None  # no baseline (an imported run without one): improvement unknown
     improving = rec.valid and rec.score is not None and rec.improvement is not None \
         and rec.improvement > 0 and (best_before is None or rec.score >= best_before)
     if improving:
@@ -297,7 +317,8 @@ def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandRe
         running.append((key, ev.end_s if ev.end_s is not None else float("inf")))
         out.append(_experiment(found, start=ev.start_s, end=ev.end_s, exit_code=ev.exit_code,
                                argv=ev.argv, command=" ".join(ev.argv), source="exec",
-                               workspace=workspace, artifacts=artifacts, reader=reader))
+                               workspace=workspace, artifacts=artifacts, reader=reader,
+                               earlier=out))
     return out
 
 
@@ -314,7 +335,8 @@ def _transcript_experiments(events: list[AgentEvent], reader: CommandReader, wor
                 continue
             out.append(_experiment(found, start=ev.t_s, end=ev.end_s, exit_code=ev.exit_code,
                                    argv=argv, command=ev.command, source="transcript",
-                                   workspace=workspace, artifacts=artifacts, reader=reader))
+                                   workspace=workspace, artifacts=artifacts, reader=reader,
+                                   earlier=out))
     return out
 
 
@@ -502,7 +524,9 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         scripts=sorted(executed_scripts(transcript, final_files))))
 
     valid = [r for r in subs if r.valid]
-    baseline = run.baseline.score if run.baseline else None
+    # Imported runs carry no baseline.json: the harness's baseline is on its submissions.
+    baseline = run.baseline.score if run.baseline else next(
+        (r.baseline for r in subs if not math.isnan(r.baseline)), None)
     improving = [r for r in subs if r.valid and r.improvement is not None and r.improvement > 0]
     budget = run.config.budget_s
     last_elapsed = max((r.elapsed_s for r in subs if r.elapsed_s is not None), default=None)
@@ -562,10 +586,17 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
                      data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
-    if not run.sandboxed:
+    if not run.sandboxed and run.imported is not None:
+        findings.append(Finding(
+            kind="unsandboxed", severity="warning", message=f"imported from {run.imported.harness}: "
+            "the agent ran without OS isolation of that harness's grader and held-out data"))
+    elif not run.sandboxed:
         findings.append(Finding(
             kind="unsandboxed", severity="critical", message="the agent ran without a sandbox "
             "(--no-sandbox): isolation of held-out data and the ledger was not enforced"))
+    if run.imported is not None:
+        notes.append(f"imported from {run.imported.harness} ({run.imported.source}); not "
+                     "recovered: " + "; ".join(run.imported.unrecovered))
     analysis = RunAnalysis(
         run_id=run.run_id, task=run.config.task, route=run_route,
         methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),

@@ -2,13 +2,20 @@
 here for old imports."""
 
 from a2rl.records import (
+    TERMINAL_STATUSES,
     VALID_STATUSES,
     BestSoFar,
+    FinalDesignation,
+    FinalMode,
+    FinalResult,
+    KeepArtifacts,
+    Split,
     StatusResponse,
     SubmissionRecord,
     SubmissionStatus,
     SubmitResponse,
 )
 
-__all__ = ["VALID_STATUSES", "BestSoFar", "StatusResponse", "SubmissionRecord", "SubmissionStatus",
-           "SubmitResponse"]
+__all__ = ["TERMINAL_STATUSES", "VALID_STATUSES", "BestSoFar", "FinalDesignation", "FinalMode",
+           "FinalResult", "KeepArtifacts", "Split", "StatusResponse", "SubmissionRecord",
+           "SubmissionStatus", "SubmitResponse"]

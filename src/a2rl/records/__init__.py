@@ -27,10 +27,17 @@ from a2rl.records._grader import (
     BASELINE_FORMAT,
     EVAL_JOB_FORMAT,
     SUBMISSION_FORMAT,
+    TERMINAL_STATUSES,
     VALID_STATUSES,
     BaselineRecord,
     BestSoFar,
     EvalJob,
+    FinalDesignation,
+    FinalMode,
+    FinalResult,
+    ItemValues,
+    KeepArtifacts,
+    Split,
     StatusResponse,
     SubmissionRecord,
     SubmissionStatus,
@@ -60,6 +67,9 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "exec-event": (ExecEvent, "agent/exec.jsonl"),
     "submit-response": (SubmitResponse, "POST /submit answer"),
     "status-response": (StatusResponse, "GET /status answer"),
+    "final-result": (FinalResult, "final.json (hidden-final runs)"),
+    "final-designation": (FinalDesignation, "POST /final answer"),
+    "items": (ItemValues, "items.json of an evaluation"),
 }
 """Record name → (model, where it is stored)."""
 
@@ -79,7 +89,9 @@ def current_submissions(ledger: Path) -> list[SubmissionRecord]:
 
 __all__ = [
     "ANALYSIS_FORMAT", "BASELINE_FORMAT", "EVAL_JOB_FORMAT", "RUN_FORMAT", "SCHEMAS",
-    "SUBMISSION_FORMAT", "VALID_STATUSES", "AgentEvent", "BaselineRecord", "BestSoFar", "EvalJob",
+    "SUBMISSION_FORMAT", "TERMINAL_STATUSES", "VALID_STATUSES", "AgentEvent", "BaselineRecord",
+    "BestSoFar", "EvalJob", "FinalDesignation", "FinalMode", "FinalResult", "ItemValues",
+    "KeepArtifacts", "Split",
     "EventKind", "ExecEvent", "ExitReason", "Experiment", "FailureType", "Finding", "ImportInfo",
     "IterationSummary", "ModelInfo", "ProcessMetrics", "RunAnalysis", "RunConfig", "RunRecord",
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
