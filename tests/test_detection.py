@@ -223,3 +223,12 @@ def test_command_phases(command: str, phase: str) -> None:
              "grpo.py": "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=f).train()\n",
              "lf.yaml": "model_name_or_path: m\nstage: sft\n", "evaluate.py": "print(1)\n"}
     assert command_phase(command, CommandReader(files), set()) == phase
+
+
+def test_shell_wrapped_commands_are_opened_up() -> None:
+    files = {"code/grpo.py": "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=f).train()\n"}
+    reader = CommandReader(files)
+    wrapped = "/bin/bash -lc \"cd /ws && python code/grpo.py --out output/v2\""
+    assert command_phase(wrapped, reader, set()) == "RL"
+    assert label(files, wrapped)[0] == "GRPO"
+    assert command_phase("bash -c 'sleep 600'", reader, set()) == "checkpoint/waiting"

@@ -16,7 +16,7 @@ from typing import Any
 from a2rl._util import atomic_write_text
 from a2rl.analysis._audit import audit, data_files
 from a2rl.analysis._detect import Detection
-from a2rl.analysis._launch import CommandReader, launched_file, split_commands
+from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
 from a2rl.analysis._methods import primary_method, route_of, training_kind
 from a2rl.analysis._phases import phase_times, script_of, turn_phases
 from a2rl.recording import (
@@ -329,7 +329,7 @@ def _transcript_experiments(events: list[AgentEvent], reader: CommandReader, wor
     for ev in events:
         if ev.kind != "command" or not ev.command:
             continue
-        for argv in split_commands(ev.command):
+        for argv in simple_commands(ev.command):
             found = reader.analyse_argv(argv)
             if found is None or not found.trains:
                 continue
@@ -400,7 +400,7 @@ class IterationBuilder:
             launches = [ev.argv for ev in events if until is None or ev.start_s <= until]
         elif agent_events is not None:
             launches = [argv for ev in agent_events if ev.kind == "command" and ev.command
-                        and (until is None or ev.t_s <= until) for argv in split_commands(ev.command)]
+                        and (until is None or ev.t_s <= until) for argv in simple_commands(ev.command)]
         else:
             launches = [["python", p] for p in sorted(executed_scripts(self.transcript(), files))]
         methods: set[str] = set()

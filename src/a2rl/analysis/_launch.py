@@ -139,6 +139,30 @@ def _split_line(line: str) -> list[list[str]]:
     return out
 
 
+def simple_commands(command: str, depth: int = 0) -> list[list[str]]:
+    """The simple commands of a command line, with `bash -c "…"` / `sh -lc "…"` opened up (how
+    Codex and other CLIs wrap every command)."""
+    out: list[list[str]] = []
+    for argv in split_commands(command):
+        inner = _shell_inline(strip_wrappers(argv))
+        if inner is not None and depth < 3:
+            out += simple_commands(inner, depth + 1)
+        else:
+            out.append(argv)
+    return out
+
+
+def _shell_inline(argv: list[str]) -> str | None:
+    if len(argv) < 3 or PurePosixPath(argv[0]).name not in ("bash", "sh", "zsh", "dash"):
+        return None
+    for i, a in enumerate(argv[1:-1], 1):
+        if re.fullmatch(r"-[a-z]*c[a-z]*", a):
+            return argv[i + 1]
+        if not a.startswith("-"):
+            return None
+    return None
+
+
 def strip_wrappers(argv: list[str]) -> list[str]:
     """Drop VAR=value assignments and wrapper programs in front of the real command."""
     i = 0
@@ -231,8 +255,9 @@ def parse_launch(argv: list[str]) -> Launch | None:
         script, module, rest = _after_options(argv, 2)
         return Launch(argv, "accelerate", script=script, module=module, args=argv[rest:])
     if prog in ("bash", "sh", "zsh", "dash", "source", "."):
-        if len(argv) > 2 and argv[1] == "-c":
-            return Launch(argv, "bash", inline=argv[2])
+        inline = _shell_inline(argv)
+        if inline is not None:
+            return Launch(argv, "bash", inline=inline)
         target = next((a for a in argv[1:] if not a.startswith("-")), None)
         return Launch(argv, "bash", script=target, args=argv[2:])
     if prog.endswith(".sh"):
@@ -354,7 +379,7 @@ class CommandReader:
     def analyse(self, command: str) -> Detection | None:
         """What a command line trains (None: it launches nothing we can read). Several training
         launches in one line are merged."""
-        return self._combine(split_commands(command))
+        return self._combine(simple_commands(command))
 
     def _combine(self, commands: list[list[str]]) -> Detection | None:
         found: Detection | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from a2rl.analysis._launch import CommandReader, launched_file, parse_launch, split_commands
+from a2rl.analysis._launch import CommandReader, launched_file, parse_launch, simple_commands
 from a2rl.records import AgentEvent, ExecEvent
 
 PHASES = ("exploration", "data/setup", "SFT", "RL", "evaluation", "debugging", "journal/skill",
@@ -105,7 +105,7 @@ def classify(ev: ExecEvent, reader: CommandReader, failed_before: set[str]) -> s
 
 def command_phase(command: str, reader: CommandReader, failed_before: set[str]) -> str | None:
     """Phase of a shell command line (several simple commands): the most specific one."""
-    phases = [p for argv in split_commands(command)
+    phases = [p for argv in simple_commands(command)
               if (p := argv_phase(argv, reader, failed_before)) is not None]
     if re.search(r"\b(while|until)\b[^\n]*\bsleep\b", command):
         phases.append("checkpoint/waiting")  # a polling loop
@@ -166,7 +166,7 @@ def turn_phases(events: list[AgentEvent], reader: CommandReader,
             if ev.kind == "command" and ev.command:
                 if (phase := command_phase(ev.command, reader, failed)) is not None:
                     votes.append(phase)
-                for argv in split_commands(ev.command):
+                for argv in simple_commands(ev.command):
                     script = launched_file(argv)
                     if script and ev.exit_code not in (0, None):
                         failed.add(script)
