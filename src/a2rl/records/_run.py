@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from a2rl.records._grader import BaselineRecord, BestSoFar, SubmissionRecord
+
+if TYPE_CHECKING:
+    # Until a2rl.grader._baseline imports BaselineRecord from a2rl.records, the grader hands the
+    # runner its own copy of the class; it validates into this one (from_attributes), and this
+    # alias tells the type checker so. At run time the field is this package's class only.
+    from a2rl.grader._baseline import BaselineRecord as _GraderBaseline
+
+    _Baseline = BaselineRecord | _GraderBaseline
+else:
+    _Baseline = BaselineRecord
 
 RUN_FORMAT = 1
 
@@ -85,6 +95,14 @@ class RunConfig(BaseModel):
     (the host's network, loopback services included: flagged in every report)."""
     allow_hosts: list[str] = Field(default_factory=list)
     """--allow-host entries added to the derived allow-list (network allowlist)."""
+
+    @model_validator(mode="after")
+    def _unsandboxed_network(self) -> RunConfig:
+        # Without a sandbox there is no network namespace to police: the default becomes
+        # `full` (flagged); an explicit allowlist/none is refused when the run starts.
+        if self.sandbox == "none" and "network" not in self.model_fields_set:
+            self.network = "full"
+        return self
 
 
 class TaskInfo(BaseModel):
@@ -198,7 +216,7 @@ class RunRecord(BaseModel):
     """When `a2rl runs repair` closed this record after the harness died."""
     grader_url: str | None = None
     """Where the agent reached the grader."""
-    baseline: BaselineRecord | None = None
+    baseline: _Baseline | None = None
     """The base model's score on the same evaluation."""
     submissions: list[SubmissionRecord] = Field(default_factory=list)
     """Final state of every submission (copied from ledger.jsonl at the end)."""
