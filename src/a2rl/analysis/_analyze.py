@@ -84,7 +84,7 @@ def workspace_files(workspace: Path, *, max_bytes: int = 1 << 20) -> dict[str, s
                 for part in rel.split("/")):
             continue
         if path.suffix not in (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg", ".md",
-                               ".txt", ".jsonl"):
+                               ".txt", ".jsonl", ".ipynb"):
             continue
         if path.stat().st_size > max_bytes or path.suffix == ".jsonl":
             continue

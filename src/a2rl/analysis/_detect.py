@@ -34,9 +34,11 @@ from a2rl.analysis._methods import (
 )
 
 FRAMEWORKS = ("trl", "transformers", "peft", "unsloth", "unsloth_zoo", "openrlhf", "verl",
-              "llamafactory", "axolotl", "torchtune", "mergekit")
+              "llamafactory", "axolotl", "torchtune", "mergekit", "lightning", "pytorch_lightning")
 _TRAINER_ROOTS = {"trl", "transformers", "unsloth", "unsloth_zoo", "openrlhf", "verl",
-                  "llamafactory", "axolotl", "torchtune"}
+                  "llamafactory", "axolotl", "torchtune", "lightning", "pytorch_lightning"}
+_GENERIC_TRAINER_ROOTS = {"transformers", "unsloth", "trl", "lightning", "pytorch_lightning"}
+"""Where a plain `Trainer` is a supervised trainer (Lightning's fits a LightningModule)."""
 _PEFT_CALLS = {"get_peft_model", "prepare_model_for_kbit_training", "LoraConfig", "AdaLoraConfig",
                "IA3Config", "LoKrConfig", "LoHaConfig", "PromptTuningConfig", "PrefixTuningConfig",
                "VeraConfig", "BOFTConfig", "OFTConfig", "inject_adapter_in_model", "add_adapter"}
@@ -188,8 +190,7 @@ class _ScriptReader:
         if name.endswith("Config") or name.endswith(("Arguments", "Args")):
             return None
         method = method_of_class(name)
-        if method == "SFT" and name == "Trainer" and q.split(".")[0] not in (
-                "transformers", "unsloth", "trl"):
+        if method == "SFT" and name == "Trainer" and q.split(".")[0] not in _GENERIC_TRAINER_ROOTS:
             return None
         return method
 
@@ -273,6 +274,15 @@ class _ScriptReader:
             if isinstance(node, ast.ClassDef) and _RFT_NAME.search(node.name) or \
                     isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _RFT_NAME.search(node.name):
                 self.result.add("RFT", f"line {node.lineno}: {node.name}")
+            if isinstance(node, ast.IfExp | ast.Dict | ast.Assign) and not isinstance(
+                    getattr(node, "value", None), ast.Call):
+                # A trainer class chosen at run time (`cls = DPOTrainer if dpo else SFTTrainer`,
+                # `{"sft": SFTTrainer, …}[mode]`): each class named is a method it may train.
+                for ref in ast.walk(node):
+                    if isinstance(ref, ast.Name | ast.Attribute) and isinstance(ref.ctx, ast.Load):
+                        ref_method = self.trainer_method(_chain(ref))
+                        if ref_method and _chain(ref)[-1].endswith("Trainer"):
+                            self.result.add(ref_method, f"line {ref.lineno}: {'.'.join(_chain(ref))}")
             if not isinstance(node, ast.Call):
                 continue
             chain = _chain(node.func)

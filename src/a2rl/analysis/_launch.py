@@ -139,17 +139,50 @@ def _split_line(line: str) -> list[list[str]]:
     return out
 
 
+_HEREDOC_IN_LINE = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
+_PY_STDIN = re.compile(r"(?:^|[\s;&|(])(python[\d.]*|python3)(\s+-[uBO]+)*\s+(-\s*)?$")
+
+
+def _heredocs(command: str) -> tuple[str, list[str]]:
+    """A command line without its heredoc bodies (`cat > f.py <<'EOF' … EOF` writes a file; its
+    lines are not commands), and the bodies fed to Python on stdin (`python - <<'EOF' … EOF`),
+    which are code that runs."""
+    python: list[str] = []
+
+    def cut(m: re.Match[str]) -> str:
+        before = command[:m.start()]
+        if _PY_STDIN.search(before.split("\n")[-1]):
+            python.append(m.group(3))
+        return ""
+
+    return _HEREDOC_IN_LINE.sub(cut, command), python
+
+
 def simple_commands(command: str, depth: int = 0) -> list[list[str]]:
-    """The simple commands of a command line, with `bash -c "…"` / `sh -lc "…"` opened up (how
-    Codex and other CLIs wrap every command)."""
+    """The simple commands of a command line, with `bash -c "…"` / `sh -lc "…"` and
+    `tmux new -d '…'` opened up (how Codex and other CLIs wrap commands), heredoc bodies taken
+    out, and Python fed on stdin shown as `python -c <code>`."""
+    command, stdin_code = _heredocs(command)
     out: list[list[str]] = []
     for argv in split_commands(command):
-        inner = _shell_inline(strip_wrappers(argv))
+        bare = strip_wrappers(argv)
+        inner = _shell_inline(bare) or _tmux_command(bare)
         if inner is not None and depth < 3:
             out += simple_commands(inner, depth + 1)
+        elif stdin_code and bare and _PY.match(PurePosixPath(bare[0]).name) and \
+                (bare[1:] == [] or bare[-1] == "-"):
+            out.append(["python", "-c", stdin_code.pop(0)])
         else:
             out.append(argv)
     return out
+
+
+def _tmux_command(argv: list[str]) -> str | None:
+    """`tmux new-session -d -s train 'python train.py'`: the command is the last word."""
+    if len(argv) >= 3 and PurePosixPath(argv[0]).name == "tmux" and argv[1] in (
+            "new", "new-session", "send-keys", "send"):
+        return argv[-1] if argv[-1] not in ("Enter", "C-m") else (argv[-2] if len(argv) > 3 else None)
+    return None
 
 
 def _shell_inline(argv: list[str]) -> str | None:
@@ -171,6 +204,10 @@ def strip_wrappers(argv: list[str]) -> list[str]:
         name = PurePosixPath(a).name
         if re.fullmatch(r"[A-Za-z_]\w*=.*", a):
             i += 1
+        elif name == "screen":
+            i += 1  # screen -dmS name [-L] cmd …
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if re.fullmatch(r"-(d?m?S|S|Logfile|c|p|t)", argv[i]) else 1
         elif name in ("srun", "mpirun"):
             i += 1  # short options take a value, long ones carry it with `=` or are flags
             while i < len(argv) and argv[i].startswith("-"):
@@ -366,6 +403,25 @@ class CommandReader:
             d.evidence.pop("PPO", None)
         d.add(method, where)
 
+    def notebook(self, path: str) -> Detection | None:
+        """A notebook run headless (nbconvert --execute, papermill): its code cells in order,
+        IPython magics and shell escapes left out."""
+        import json
+
+        try:
+            cells = json.loads(self.files[path]).get("cells", [])
+        except (ValueError, AttributeError):
+            return None
+        code: list[str] = []
+        for cell in cells if isinstance(cells, list) else []:
+            if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                src = cell.get("source", "")
+                text = "".join(src) if isinstance(src, list) else str(src)
+                code += [ln for ln in text.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        found = analyse_script(path, "\n".join(code), read_module=self.module_reader(path),
+                               analyse_command=self._nested)
+        return found
+
     def _nested(self, command: str) -> Detection | None:
         if self._depth > 3:
             return None
@@ -422,6 +478,12 @@ class CommandReader:
             path = self.find(launch.script)
             return self.shell_script(path) if path and path.endswith((".sh", ".bash")) or \
                 (path and not path.endswith(".py")) else None
+        if lc in ("jupyter", "papermill", "ipython", "marimo") and args:
+            nb = next((a for a in args if a.endswith((".ipynb", ".py"))), None)
+            path = self.find(nb)
+            if path is None or lc == "jupyter" and not {"nbconvert", "execute", "run"} & set(args):
+                return None
+            return self.script(path, []) if path.endswith(".py") else self.notebook(path)
         if lc == "trl" and args:
             cfg_arg = _flag(args, "--config")
             cfg = self._config(cfg_arg)

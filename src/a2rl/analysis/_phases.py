@@ -28,6 +28,7 @@ _SETUP = {"pip", "pip3", "uv", "apt-get", "apt", "conda", "wget", "git", "cp", "
 _WAIT = {"sleep", "wait", "watch"}
 _EDITORS = {"tee", "sed", "vi", "vim", "nano"}
 _LAUNCHERS = {"python", "torchrun", "deepspeed", "accelerate", "trl", "llamafactory-cli", "lmf",
+              "jupyter", "papermill", "ipython",
               "axolotl", "tune"}
 # Most specific first: a command line that launches training and then polls is training.
 _PRIORITY = ("RL", "SFT", "evaluation", "checkpoint/waiting", "debugging", "data/setup",
