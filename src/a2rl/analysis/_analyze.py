@@ -366,9 +366,15 @@ class IterationBuilder:
         self._analysed: dict[tuple[str, str], Detection] = {}
         self._prev_commit: str | None = None
         self._agent_events: list[AgentEvent] | None = None
-        # Runs without code snapshots (imported from another harness): the workspace as it is.
-        self.fallback_files: dict[str, str] = {} if read_snapshots(run_dir) else \
-            workspace_files(run_dir / "workspace")
+        self._fallback: dict[str, str] | None = None
+
+    @property
+    def fallback_files(self) -> dict[str, str]:
+        """For runs without code snapshots: the workspace as it is now (read once, on demand)."""
+        if self._fallback is None:
+            self._fallback = {} if read_snapshots(self.run_dir) else \
+                workspace_files(self.run_dir / "workspace")
+        return self._fallback
 
     def agent_events(self) -> list[AgentEvent] | None:
         if self._agent_events is None:
