@@ -39,7 +39,8 @@ _TRAINER_ROOTS = {"trl", "transformers", "unsloth", "unsloth_zoo", "openrlhf", "
                   "llamafactory", "axolotl", "torchtune", "lightning", "pytorch_lightning"}
 _GENERIC_TRAINER_ROOTS = {"transformers", "unsloth", "trl", "lightning", "pytorch_lightning"}
 """Where a plain `Trainer` is a supervised trainer (Lightning's fits a LightningModule)."""
-_PEFT_CALLS = {"get_peft_model", "prepare_model_for_kbit_training", "LoraConfig", "AdaLoraConfig",
+_PEFT_CALLS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training",
+               "LoraConfig", "AdaLoraConfig",
                "IA3Config", "LoKrConfig", "LoHaConfig", "PromptTuningConfig", "PrefixTuningConfig",
                "VeraConfig", "BOFTConfig", "OFTConfig", "inject_adapter_in_model", "add_adapter"}
 _MERGE_CALLS = {"merge_and_unload", "add_weighted_adapter", "merge_adapter"}
@@ -152,7 +153,9 @@ def _strings(node: ast.AST) -> list[str] | None:
 
 
 CommandAnalyser = Callable[[str], "Detection | None"]
-ModuleReader = Callable[[str], "tuple[str, str] | None"]
+ModuleReader = Callable[[str, str], "tuple[str, str] | None"]
+"""(dotted module, importing file) -> (path, source) of a workspace module; leading dots mark
+a relative import."""
 
 
 class _ScriptReader:
@@ -210,8 +213,14 @@ class _ScriptReader:
                     self.origin[alias.asname or alias.name] = f"{node.module}.{alias.name}"
                     if local_mod is not None and alias.name in local_mod.classes:
                         self.classes[alias.asname or alias.name] = local_mod.classes[alias.name]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level > 0:
-                self._local_module(node.module)
+            elif isinstance(node, ast.ImportFrom) and node.level > 0:
+                dotted = "." * node.level + (node.module or "")
+                local_mod = self._local_module(dotted)
+                for alias in node.names:
+                    # `from .sft import run_sft`: a name of a workspace module
+                    self.origin[alias.asname or alias.name] = f"{dotted}.{alias.name}"
+                    if local_mod is not None and alias.name in local_mod.classes:
+                        self.classes[alias.asname or alias.name] = local_mod.classes[alias.name]
 
     def _framework_import(self, module: str, line: int) -> None:
         root = module.split(".")[0]
@@ -220,11 +229,11 @@ class _ScriptReader:
 
     def _local_module(self, module: str) -> Detection | None:
         """A workspace module the script imports: its trainer subclasses and its training."""
-        if self.read_module is None or self.depth > 2 or module.split(".")[0] in FRAMEWORKS:
+        if self.read_module is None or self.depth > 3 or module.split(".")[0] in FRAMEWORKS:
             return None
         if module in self.local_modules:
             return self.local_modules[module]
-        found = self.read_module(module)
+        found = self.read_module(module, self.path)
         if found is None:
             return None
         path, source = found
@@ -384,19 +393,19 @@ class _ScriptReader:
         if real:
             r.trains = True
             r.evidence.setdefault("launch", []).extend(f"line {n}: {w}" for n, w in real)
-        for sub in self.local_modules.values():
+        for module, sub in self.local_modules.items():
             # A function of a workspace module that trains, called from this script.
-            if sub.trains and self._calls_into(sub):
+            # A package's __init__ re-exports its submodules' functions: it trains if they do.
+            if sub.trains and (self._calls_into(module) or self.path.endswith("__init__.py")):
                 r.merge(sub)
         if backward and step and not r.trains:
             self._manual_loop(backward[0], generate)
         if r.trains and not r.framework:
             r.framework = self._framework()
 
-    def _calls_into(self, sub: Detection) -> bool:
-        names = {n for n, o in self.origin.items()
-                 if o.split(".")[0] == PurePosixPath(sub.path).stem or
-                 PurePosixPath(sub.path).stem in o.split(".")}
+    def _calls_into(self, module: str) -> bool:
+        """The script calls something it imported from that workspace module."""
+        names = {n for n, o in self.origin.items() if o == module or o.startswith(module + ".")}
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
                 chain = _chain(node.func)

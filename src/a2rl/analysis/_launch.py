@@ -336,13 +336,24 @@ class CommandReader:
         return None
 
     def module_reader(self, script_path: str) -> ModuleReader:
-        base = str(PurePosixPath(script_path).parent)
+        """Finds the workspace file of a module a script imports: `pkg.mod` next to the
+        importing file, next to the launched script, or from the workspace root; `.mod`
+        (relative, one dot per level) from the importing file's package."""
+        top = PurePosixPath(script_path).parent
 
-        def read(dotted: str) -> tuple[str, str] | None:
-            rel = dotted.replace(".", "/")
-            for cand in (f"{rel}.py", f"{rel}/__init__.py"):
-                for prefix in (base, ""):
-                    path = str(PurePosixPath(prefix) / cand) if prefix and prefix != "." else cand
+        def read(dotted: str, importer: str) -> tuple[str, str] | None:
+            level = len(dotted) - len(dotted.lstrip("."))
+            rel = dotted.lstrip(".").replace(".", "/")
+            here = PurePosixPath(importer).parent
+            if level:
+                for _ in range(level - 1):
+                    here = here.parent
+                bases = [here]
+            else:
+                bases = [here, top, PurePosixPath("")]
+            for base in bases:
+                for cand in (f"{rel}.py", f"{rel}/__init__.py") if rel else ("__init__.py",):
+                    path = str(base / cand) if str(base) not in ("", ".") else cand
                     if path in self.files:
                         return path, self.files[path]
             return None
@@ -375,6 +386,20 @@ class CommandReader:
                 if sub is not None and (not d.methods & TRAINING or
                                         d.framework in ("llamafactory", "axolotl")):
                     d.merge(sub)
+        # HF-argparse flags of LLaMA-Factory-style scripts (`src/train_sft.py --stage sft
+        # --finetuning_type lora …`): the same keys as its YAML.
+        flags = _flag_dict(args)
+        if {"stage", "finetuning_type"} & set(flags) and (not d.methods & TRAINING or
+                                                         d.framework == "llamafactory" or
+                                                         "finetuning_type" in flags):
+            sub = config_detection(f"{path} (arguments)", {**flags, "model_name_or_path": "?"},
+                                   framework="llamafactory")
+            if sub is not None:
+                if "PEFT" in sub.methods or not d.methods & TRAINING:
+                    d.merge(sub)
+                if "do_predict" in flags and "do_train" not in flags:
+                    d.trains = False  # these scripts train only when asked (--do_train)
+                    d.evidence.setdefault("launch", []).append("--do_predict without --do_train")
         if d.rl_config:
             self._verl_config(d, args)
         if d.conditional_peft and "PEFT" not in d.methods:
@@ -615,9 +640,12 @@ def script_commands(text: str) -> list[str]:
 def _one_word(line: str) -> bool:
     """`X=1` is an assignment; `X=1 python t.py` runs a program with X set."""
     try:
-        return len(shlex.split(line, comments=True)) == 1
+        words = shlex.split(line, comments=True)
     except ValueError:
         return False
+    while words and words[0] in ("export", "readonly", "local", "declare"):
+        words = words[1:]
+    return len(words) == 1
 
 
 _VAR = re.compile(r"(?P<q>\")?\$\{(?P<name>\w+)(?:\[[@*]\])?(?::-(?P<default>[^}]*))?\}(?(q)\")"
@@ -633,6 +661,25 @@ def _requote(m: re.Match[str], value: str) -> str:
     if "[@]" in whole or "[*]" in whole:
         return value
     return f'"{value}"'
+
+
+def _flag_dict(args: list[str]) -> dict[str, str]:
+    """`--key value`, `--key=value` and bare `--flag` (true) arguments as a mapping."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--") and len(a) > 2:
+            key, eq, value = a[2:].partition("=")
+            if eq:
+                out[key] = value
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                out[key] = args[i + 1]
+                i += 1
+            else:
+                out[key] = "true"
+        i += 1
+    return out
 
 
 def _flag(args: list[str], flag: str) -> str | None:
