@@ -65,6 +65,8 @@ def test_posttrainbench_run_imports_and_analyses(tmp_path: Path) -> None:
         got = a.turn_phase_seconds.get(phase, 0.0)
         assert abs(got - HAND_LABELS[phase]) <= 0.1 * HAND_LABELS[phase], (phase, got)
     assert (run_dir / "analysis.json").exists() and (run_dir / "summary.md").exists()
+    # the scripts load the run's own base model by its hub id: not a foreign model
+    assert not [f for f in a.findings if f.kind == "other-model"]
 
 
 def test_posttrainbench_without_baseline_says_so(tmp_path: Path) -> None:

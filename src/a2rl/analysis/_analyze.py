@@ -592,6 +592,7 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
                      data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
+    findings = _drop_base_model_loads(findings, run)
     if not run.sandboxed and run.imported is not None:
         findings.append(Finding(
             kind="unsandboxed", severity="warning", message=f"imported from {run.imported.harness}: "
@@ -617,6 +618,23 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
                    "phase": phase, "argv": " ".join(ev.argv)[:1000]} for ev, phase in labelled])
     return analysis
+
+
+def _drop_base_model_loads(findings: list[Finding], run: RunRecord) -> list[Finding]:
+    """Loading the run's own base model by its hub id (how other harnesses hand it to the agent)
+    is not a foreign model: keep only the evidence that names another one."""
+    base = run.config.model
+    if "/" not in base:
+        return findings
+    out = []
+    for f in findings:
+        if f.kind == "other-model":
+            rest = [e for e in f.evidence if base not in e]
+            if not rest:
+                continue
+            f = f.model_copy(update={"evidence": rest})
+        out.append(f)
+    return out
 
 
 class LiveSummary:
@@ -707,8 +725,10 @@ def render_overview(a: RunAnalysis) -> str:
            f"{hms(m.last_submit_gap_s)}; code files {m.code_files_written}; model versions "
            f"{m.model_versions}",
            f"- strategy changes {a.strategy_changes} (rate {a.change_rate}); experiments: "
-           + ("; ".join(f"{e.path} ({e.strategy}, {e.data_source}, {e.stage})" for e in a.experiments)
-              or "none"),
+           + ("; ".join(f"{e.path or e.script or '?'} ({e.strategy}"
+                        + (f": {e.method}" if e.method and e.method != "SFT" else "")
+                        + (f" via {e.framework}" if e.framework else "")
+                        + f", {e.data_source}, {e.stage})" for e in a.experiments) or "none"),
            "- time per phase (programs the agent ran): "
            + (", ".join(f"{k} {v:.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
            "- time per phase (model turns): "
@@ -716,7 +736,9 @@ def render_overview(a: RunAnalysis) -> str:
            + (f"; tokens in/out {a.usage.get('input_tokens', 0):.0f}/"
               f"{a.usage.get('output_tokens', 0):.0f}, cost ${a.usage.get('cost_usd', 0):.2f}"
               if a.usage else ""),
-           "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
+           "" if a.sandboxed else "- **UNSANDBOXED RUN**",
+           f"- imported from {a.imported_from}: see the notes for what could not be recovered"
+           if a.imported_from else "", ""]
     if a.findings:
         out += ["## Audit", ""]
         for f in a.findings:
