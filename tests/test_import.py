@@ -137,3 +137,17 @@ def test_cli_import_then_analyze(tmp_path: Path, harness: str) -> None:
     [run_dir] = list(tmp_path.glob("gsm8k/*"))
     again = CliRunner().invoke(app, ["analyze", str(run_dir)], terminal_width=200)
     assert again.exit_code == 0, again.output
+
+
+def test_cli_imports_every_run_under_a_results_folder(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from a2rl.cli import app
+
+    root = HERE / "posttrainbench"  # <results>/<agent>_<config>_<N>h/<task>_<model>_<cluster>
+    result = CliRunner().invoke(app, ["import", "posttrainbench", str(root), "--runs-dir",
+                                      str(tmp_path), "--no-analyze"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in tmp_path.glob("gsm8k/*")] == [
+        "ptb-claude_claude-opus-4-6_10h-gsm8k_Qwen_Qwen3-1.7B-Base_40123"]
+    assert not (next(tmp_path.glob("gsm8k/*")) / "analysis.json").exists()

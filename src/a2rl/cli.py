@@ -250,12 +250,20 @@ def import_posttrainbench(
     analyze_after: Annotated[bool, typer.Option("--analyze/--no-analyze",
                                                 help="Run `a2rl analyze` on it.")] = True,
 ) -> None:
-    """Import one PostTrainBench run (its timestamped agent trace, task/ folder and final score)."""
+    """Import a PostTrainBench run (its timestamped agent trace, task/ folder and final score),
+    or every run under a results folder."""
+    from a2rl._errors import A2RLError
     from a2rl.importers import posttrainbench
+    from a2rl.importers._common import find_runs
 
-    path = posttrainbench.import_run(folder, _runs_dir(runs_dir), run_id=run_id,
-                                     baseline=baseline, force=force)
-    _imported(path, analyze_after)
+    folders = find_runs(folder, "solve_out.txt") or [folder]
+    if len(folders) > 1 and run_id:
+        raise A2RLError(f"{folder} holds {len(folders)} runs; --run-id names one",
+                        "drop --run-id (ids come from the folder names) or pass one run's folder")
+    for one in folders:
+        path = posttrainbench.import_run(one, _runs_dir(runs_dir), run_id=run_id,
+                                         baseline=baseline, force=force)
+        _imported(path, analyze_after)
 
 
 @import_app.command("rdagent")
@@ -268,11 +276,19 @@ def import_rdagent(
     analyze_after: Annotated[bool, typer.Option("--analyze/--no-analyze",
                                                 help="Run `a2rl analyze` on it.")] = True,
 ) -> None:
-    """Import one RD-Agent AutoRL-Bench run (workspace, scores.json, agent stream)."""
+    """Import an RD-Agent AutoRL-Bench run (workspace, scores.json, agent stream), or every run
+    under a workspace root."""
+    from a2rl._errors import A2RLError
     from a2rl.importers import rdagent
+    from a2rl.importers._common import find_runs
 
-    path = rdagent.import_run(folder, _runs_dir(runs_dir), run_id=run_id, force=force)
-    _imported(path, analyze_after)
+    folders = find_runs(folder, "scores.json") or [folder]
+    if len(folders) > 1 and run_id:
+        raise A2RLError(f"{folder} holds {len(folders)} runs; --run-id names one",
+                        "drop --run-id (ids come from the folder names) or pass one run's folder")
+    for one in folders:
+        path = rdagent.import_run(one, _runs_dir(runs_dir), run_id=run_id, force=force)
+        _imported(path, analyze_after)
 
 
 @app.command()

@@ -172,6 +172,15 @@ def new_run_dir(runs_dir: Path, task: str, run_id: str, *, force: bool) -> Path:
     return run_dir
 
 
+def find_runs(root: Path, marker: str, *, limit: int = 100_000) -> list[Path]:
+    """Folders under `root` (itself included) that hold `marker`: several runs of a harness
+    imported in one go (a whole results tree)."""
+    if (root / marker).exists():
+        return [root]
+    found = sorted({p.parent for p in root.rglob(marker)})
+    return found[:limit]
+
+
 def safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120] or "imported"
 
