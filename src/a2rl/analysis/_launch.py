@@ -309,6 +309,7 @@ class CommandReader:
         self.files = files
         self.cwd = cwd
         self._cache: dict[str, Detection] = {}
+        self._argv_cache: dict[tuple[str, ...], Detection | None] = {}
         self._depth = 0
 
     # ---- files -----------------------------------------------------------------------------
@@ -468,19 +469,18 @@ class CommandReader:
             d = self.analyse_argv(argv)
             if d is None:
                 continue
-            if found is None:
-                found = d
-            elif d.trains and not found.trains:
-                found = d
+            if found is None or d.trains and not found.trains:
+                found = _copy(d)  # cached detections are shared: never merge into them
             elif d.trains:
                 found.merge(d)
         return found
 
     def analyse_argv(self, argv: list[str]) -> Detection | None:
-        launch = parse_launch(argv)
-        if launch is None:
-            return None
-        return self.analyse_launch(launch)
+        key = tuple(argv)
+        if key not in self._argv_cache:  # traces repeat the same commands many times
+            launch = parse_launch(argv)
+            self._argv_cache[key] = None if launch is None else self.analyse_launch(launch)
+        return self._argv_cache[key]
 
     def analyse_launch(self, launch: Launch) -> Detection | None:
         lc = launch.launcher
@@ -661,6 +661,13 @@ def _requote(m: re.Match[str], value: str) -> str:
     if "[@]" in whole or "[*]" in whole:
         return value
     return f'"{value}"'
+
+
+def _copy(d: Detection) -> Detection:
+    out = Detection(d.path, framework=d.framework, parse_error=d.parse_error,
+                    hydra_config=d.hydra_config, classes=dict(d.classes))
+    out.merge(d)
+    return out
 
 
 def _flag_dict(args: list[str]) -> dict[str, str]:

@@ -64,7 +64,7 @@ def argv_phase(argv: list[str], reader: CommandReader, failed_before: set[str]) 
         return "checkpoint/waiting"
     launcher = launch.launcher
     if launcher in _LAUNCHERS or name.startswith("python"):
-        found = reader.analyse_launch(launch)
+        found = reader.analyse_argv(launch.argv)
         if found is not None and found.trains:
             return "RL" if found.kind == "RL" else "SFT"
         target = launch.script or launch.module or ""
