@@ -336,3 +336,17 @@ def test_turn_phases_and_usage_from_the_event_log(tmp_path: Path) -> None:
     assert a.turn_phase_seconds["journal/skill"] == 1000 - 210
     assert a.usage == {"input_tokens": 1500, "output_tokens": 70, "cost_usd": 0.03}
     assert "tokens in/out 1500/70" in (run.dir / "summary.md").read_text()
+
+
+def test_parser_report_warnings_reach_analysis_json(tmp_path: Path) -> None:
+    from a2rl.analysis._analyze import parse_warnings
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    assert parse_warnings(tmp_path) == []
+    (agent / "parse_report.json").write_text(json.dumps({
+        "warnings": ["3 unreadable line(s)"], "unparsed_lines": 3,
+        "unknown_types": {"task_updated": 2}, "cli_errors": ["Loop detected"]}))
+    got = parse_warnings(tmp_path)
+    assert got[0] == "3 unreadable line(s)" and "task_updated ×2" in got[1]
+    assert got[-1] == "the CLI reported: Loop detected"

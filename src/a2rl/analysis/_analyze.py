@@ -71,6 +71,30 @@ def read_exec_events(run_dir: Path) -> list[ExecEvent] | None:
     return read_jsonl(path, ExecEvent) if path.exists() else None
 
 
+def parse_warnings(run_dir: Path) -> list[str]:
+    """The transcript parser's own account of what it could not read (agent/parse_report.json,
+    written by the launchers' parsers), as lines for analysis.json."""
+    path = run_dir / "agent" / "parse_report.json"
+    if not path.exists():
+        return []
+    try:
+        report = json.loads(path.read_text())
+    except ValueError:
+        return [f"{path} is not JSON: the parser's report is unreadable"]
+    if not isinstance(report, dict):
+        return []
+    out = [str(w) for w in report.get("warnings") or [] if w]
+    unparsed = report.get("unparsed_lines")
+    if isinstance(unparsed, int) and unparsed and not any("unread" in w for w in out):
+        out.append(f"{unparsed} transcript line(s) looked like JSON but could not be read")
+    unknown = report.get("unknown_types")
+    if isinstance(unknown, dict) and unknown:
+        out.append("event types the parser does not know (skipped): " + ", ".join(
+            f"{k} ×{v}" for k, v in sorted(unknown.items())))
+    out += [f"the CLI reported: {e}" for e in report.get("cli_errors") or []]
+    return out
+
+
 def workspace_files(workspace: Path, *, max_bytes: int = 1 << 20) -> dict[str, str]:
     """Text files of a workspace that can say what ran (code, shell scripts, configs), for
     runs without code snapshots (imported runs)."""
@@ -614,6 +638,7 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         turns=turns, turn_phase_seconds=turn_seconds, usage=usage,
         findings=findings, sandboxed=run.sandboxed, notes=notes, exec_traced=events is not None,
         imported_from=run.imported.harness if run.imported else None,
+        parse_warnings=parse_warnings(run_dir),
         phase_seconds=phase_seconds,
         commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
                    "phase": phase, "argv": " ".join(ev.argv)[:1000]} for ev, phase in labelled])

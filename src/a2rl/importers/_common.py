@@ -147,8 +147,25 @@ def parse_agent_events(lines: list[str], times: list[float], agent_hint: str | N
     return best
 
 
-def write_events(agent_dir: Path, events: list[AgentEvent]) -> None:
+def write_events(agent_dir: Path, events: list[AgentEvent], parser: str | None = None,
+                 lines: list[str] | None = None, times: list[float] | None = None) -> None:
+    """agent/events.jsonl, and agent/parse_report.json where the launcher's parser reports on
+    what it could not read (`parse_transcript`, in launchers that have it)."""
     (agent_dir / "events.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    if parser is None or lines is None or times is None:
+        return
+    from a2rl.agents import get_agent
+
+    report_of = getattr(get_agent(parser), "parse_transcript", None)
+    if report_of is None:
+        return
+    try:
+        result = report_of(list(zip(times, lines, strict=True)))
+    except Exception:  # noqa: BLE001 — the events are written; the report is a bonus
+        return
+    report = getattr(result, "report", None)
+    if report is not None and hasattr(report, "model_dump_json"):
+        (agent_dir / "parse_report.json").write_text(report.model_dump_json(indent=2) + "\n")
 
 
 def snapshot(run_dir: Path, workspace: Path, tags: list[tuple[str, float]]) -> None:

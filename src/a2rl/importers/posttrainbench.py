@@ -146,7 +146,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         if fmt is None:
             unrecovered.append("agent events: no a2rl parser reads this trace")
         else:
-            write_events(run_dir / "agent", events)
+            write_events(run_dir / "agent", events, fmt, lines, times)
 
     # The final model's score: PostTrainBench's only evaluation, after the agent stopped.
     metrics_path = folder / "metrics.json"

@@ -173,7 +173,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         if fmt is None:
             unrecovered.append(f"agent events: no a2rl parser reads {stream.name}")
         else:
-            write_events(run_dir / "agent", events)
+            write_events(run_dir / "agent", events, fmt, lines, times)
 
     tags = [(s.id, s.elapsed_s or 0.0) for s in subs] + [("final", agent_s or 0.0)]
     snapshot(run_dir, workspace, tags)

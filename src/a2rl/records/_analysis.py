@@ -186,3 +186,6 @@ class RunAnalysis(BaseModel):
     """What this analysis could not determine, and why."""
     imported_from: str | None = None
     """The harness an imported run came from (None: an a2rl run)."""
+    parse_warnings: list[str] = Field(default_factory=list)
+    """What the transcript parser could not read (agent/parse_report.json: unreadable lines,
+    unknown event types, errors the CLI reported), so a thin event log is never silent."""
