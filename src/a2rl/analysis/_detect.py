@@ -123,6 +123,25 @@ def _chain(node: ast.AST) -> list[str]:
     return []
 
 
+def _loss_method(cls: ast.ClassDef) -> str | None:
+    """A supervised trainer subclass whose own loss says otherwise: `compute_loss` on chosen /
+    rejected log-probabilities through a log-sigmoid is DPO-style preference optimisation; a
+    KL to a teacher's distribution is distillation; a pairwise margin of scalar scores is a
+    reward model."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name in ("compute_loss", "training_step"):
+            ids = _identifiers(node)
+            lowered = {i.lower() for i in ids}
+            pairs = sum(1 for i in lowered if "chosen" in i or "rejected" in i)
+            if pairs >= 2 and ("logsigmoid" in lowered or "log_sigmoid" in lowered):
+                scalar = any("reward" in i or "score" in i for i in lowered) and \
+                    not any("logp" in i or "logprob" in i or "ref" in i for i in lowered)
+                return "reward model" if scalar else "DPO"
+            if any("teacher" in i for i in lowered) and {"kl_div", "log_softmax"} & lowered:
+                return "distillation"
+    return None
+
+
 def _identifiers(tree: ast.AST) -> set[str]:
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -182,6 +201,8 @@ class _ScriptReader:
 
     def trainer_method(self, chain: list[str]) -> str | None:
         """Method of the trainer class this name chain denotes (None: not a trainer)."""
+        while len(chain) > 1 and chain[-1] in ("remote", "options"):
+            chain = chain[:-1]  # Ray actors: `ActorPPOTrainer.options(…).remote(…)`
         if not chain:
             return None
         if len(chain) == 1 and chain[0] in self.classes:
@@ -260,6 +281,8 @@ class _ScriptReader:
                         # the subclass's own name says what it optimises.
                         if method == "SFT" and own and own != "SFT":
                             method = own
+                        elif method == "SFT":
+                            method = _loss_method(cls) or method
                         self.classes[cls.name] = method
                         self.result.add(method, f"line {cls.lineno}: class {cls.name}"
                                         f"({'.'.join(_chain(base))})")
@@ -271,6 +294,7 @@ class _ScriptReader:
         manual_backward: list[int] = []
         manual_step: list[int] = []
         launches: list[tuple[int, str, bool]] = []
+        scalar_head: list[int] = []
         generate = False
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
@@ -341,9 +365,25 @@ class _ScriptReader:
                     launches.append((line, f"{rname}.{last}()", False))
             if last in ("unsloth_train", "ppo_train"):
                 launches.append((line, f"{'.'.join(chain)}(…)", True))
+            if last == "remote" and len(chain) >= 3 and chain[-2] in ("fit", "train") and \
+                    re.search(r"trainer", chain[-3], re.I):
+                launches.append((line, f"{'.'.join(chain)}(…)", False))  # Ray actors
+            if last == "from_pretrained" and len(chain) >= 2 and \
+                    chain[-2] == "AutoModelForSequenceClassification" and any(
+                        kw.arg == "num_labels" and isinstance(kw.value, ast.Constant)
+                        and kw.value.value == 1 for kw in node.keywords):
+                scalar_head.append(line)
             self._entry_point(chain, line, launches)
             self._subprocess(node, chain, line)
         self._finish(manual_backward, manual_step, launches, generate)
+        r = self.result
+        if scalar_head and r.trains and r.methods & TRAINING == {"SFT"} and \
+                r.framework in ("transformers", None):
+            # A plain Trainer fitting a one-output sequence-classification head: a reward model.
+            r.methods.discard("SFT")
+            r.evidence.pop("SFT", None)
+            r.add("reward model", f"line {scalar_head[0]}: AutoModelForSequenceClassification"
+                  "(num_labels=1) trained with a supervised Trainer")
 
     def _entry_point(self, chain: list[str], line: int, launches: list[tuple[int, str, bool]]) -> None:
         """A framework's training entry point called as a function."""

@@ -564,7 +564,8 @@ class CommandReader:
     def _config_launch(self, args: list[str], framework: str) -> Detection | None:
         cfg_arg = next((a for a in args if a.endswith((".yaml", ".yml", ".json"))), None)
         path = self.find(cfg_arg)
-        if path is None:
+        flags = {k: v for k, v in _flag_dict(args).items() if k not in ("config",)}
+        if path is None and not (flags and framework == "llamafactory"):
             d = Detection(f"{framework} {cfg_arg or ''}".strip())
             d.framework = framework
             # The config is not in the workspace: the launch still trains; its method is unknown.
@@ -572,14 +573,17 @@ class CommandReader:
                   "supervised assumed)")
             d.trains = True
             return d
-        data = load_config(self.files[path], path)
+        data: dict[str, Any] | None = load_config(self.files[path], path) if path else {}
         if data is None:
             return None
-        for a in args:  # key=value overrides after the config (LLaMA-Factory accepts them)
+        # Overrides after the config: `key=value` (LLaMA-Factory, axolotl) and `--key value`
+        # (LLaMA-Factory also takes its whole config as flags).
+        for a in args:
             if "=" in a and not a.startswith("-"):
                 k, _, v = a.partition("=")
                 data[k] = v
-        return config_detection(path, data, framework=framework)
+        data.update(flags)
+        return config_detection(path or f"{framework} arguments", data, framework=framework)
 
     def shell_script(self, path: str) -> Detection | None:
         if self._depth > 3:

@@ -41,7 +41,7 @@ _STEMS: dict[str, str] = {
     "grpowithreplaybuffer": "GRPO", "scalerl": "GRPO", "ebft": "GRPO", "stridedebft": "GRPO",
     "asyncebft": "GRPO", "gdpo": "GRPO",
     "ppo": "PPO", "actorppo": "PPO", "rloo": "RLOO", "reinforce": "REINFORCE", "remax": "ReMax",
-    "a2po": "A2PO", "dppo": "PPO",
+    "a2po": "A2PO", "dppo": "PPO", "baseppo": "PPO",
     "reward": "reward model", "rewardmodel": "reward model", "pairwise": "reward model",
     "rm": "reward model", "prm": "PRM", "processrewardmodel": "PRM",
     "gkd": "distillation", "gold": "distillation", "distillation": "distillation",
