@@ -232,3 +232,16 @@ def test_shell_wrapped_commands_are_opened_up() -> None:
     assert command_phase(wrapped, reader, set()) == "RL"
     assert label(files, wrapped)[0] == "GRPO"
     assert command_phase("bash -c 'sleep 600'", reader, set()) == "checkpoint/waiting"
+
+
+def test_polling_tools_of_background_jobs_are_waiting() -> None:
+    from a2rl.analysis._phases import turn_phases
+    from a2rl.records import AgentEvent
+
+    events = [AgentEvent(kind="command", turn=0, t_s=0.0, command="nohup python sft.py &", exit_code=0),
+              AgentEvent(kind="tool_call", turn=1, t_s=10.0, name="BashOutput"),
+              AgentEvent(kind="tool_call", turn=2, t_s=610.0, name="Read")]
+    files = {"sft.py": "from trl import SFTTrainer\nSFTTrainer(model='m').train()\n"}
+    labels, seconds = turn_phases(events, CommandReader(files), 700.0)
+    assert [t["phase"] for t in labels] == ["SFT", "checkpoint/waiting", "exploration"]
+    assert seconds == {"SFT": 10.0, "checkpoint/waiting": 600.0, "exploration": 90.0}

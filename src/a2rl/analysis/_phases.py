@@ -30,6 +30,10 @@ _EDITORS = {"tee", "sed", "vi", "vim", "nano"}
 _LAUNCHERS = {"python", "torchrun", "deepspeed", "accelerate", "trl", "llamafactory-cli", "lmf",
               "jupyter", "papermill", "ipython",
               "axolotl", "tune"}
+# Tools that read a background job's output or wait for it (Claude Code's BashOutput /
+# TaskOutput / Monitor, kill and wake-up tools): polling, not exploring.
+WAIT_TOOLS = {"BashOutput", "TaskOutput", "Monitor", "KillShell", "KillBash", "TaskStop",
+              "ScheduleWakeup", "Wait", "wait", "sleep", "write_stdin"}
 # Most specific first: a command line that launches training and then polls is training.
 _PRIORITY = ("RL", "SFT", "evaluation", "checkpoint/waiting", "debugging", "data/setup",
              "journal/skill", "exploration")
@@ -171,6 +175,8 @@ def turn_phases(events: list[AgentEvent], reader: CommandReader,
                     script = launched_file(argv)
                     if script and ev.exit_code not in (0, None):
                         failed.add(script)
+            elif ev.kind == "tool_call" and ev.name in WAIT_TOOLS:
+                votes.append("checkpoint/waiting")
             elif ev.kind == "file_edit" and ev.path:
                 votes.append("journal/skill" if ev.path.endswith((".md", ".txt")) else "data/setup")
         ranked = [p for p in ("RL", "SFT", "evaluation", "checkpoint/waiting", "debugging")
