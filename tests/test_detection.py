@@ -245,3 +245,26 @@ def test_polling_tools_of_background_jobs_are_waiting() -> None:
     labels, seconds = turn_phases(events, CommandReader(files), 700.0)
     assert [t["phase"] for t in labels] == ["SFT", "checkpoint/waiting", "exploration"]
     assert seconds == {"SFT": 10.0, "checkpoint/waiting": 600.0, "exploration": 90.0}
+
+
+def test_data_source_follows_the_data_to_the_script_that_wrote_it() -> None:
+    from a2rl.analysis._data import data_source
+
+    files = {
+        "gen.py": "from vllm import LLM\nouts = LLM('model').generate(prompts)\n"
+                  "open('samples.jsonl', 'w').write(str(outs))\n",
+        "fmt.py": "import datasets\nds = datasets.load_dataset('openai/gsm8k', 'main')\n"
+                  "ds['train'].to_json('sft.jsonl')\n",
+        "train_self.py": "from datasets import load_dataset\n"
+                         "d = load_dataset('json', data_files='samples.jsonl')\n",
+        "train_fmt.py": "from datasets import load_dataset\n"
+                        "d = load_dataset('json', data_files='sft.jsonl')\n",
+        "train_mix.py": "from datasets import load_dataset\na = load_dataset('json', data_files='samples.jsonl')\n"
+                        "b = load_dataset('openai/gsm8k', 'main')\n",
+        "train_none.py": "x = 1\n",
+    }
+    ran = sorted(files)
+    assert data_source("train_self.py", files, ran) == "self-generated"
+    assert data_source("train_fmt.py", files, ran) == "curated"  # reformatted given data
+    assert data_source("train_mix.py", files, ran) == "mixed"
+    assert data_source("train_none.py", files, ran) == "unknown"

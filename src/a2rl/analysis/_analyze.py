@@ -15,6 +15,7 @@ from typing import Any
 
 from a2rl._util import atomic_write_text
 from a2rl.analysis._audit import audit, data_files
+from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
 from a2rl.analysis._methods import primary_method, route_of, training_kind
@@ -174,7 +175,8 @@ def _flag_values(rel: list[str], flags: tuple[str, ...]) -> list[str]:
 def _experiment(found: Detection, *, start: float, end: float | None, exit_code: int | None,
                 argv: list[str], command: str, source: str, workspace: Path,
                 artifacts: list[ArtifactEntry], reader: CommandReader,
-                earlier: list[Experiment] | None = None) -> Experiment:
+                earlier: list[Experiment] | None = None,
+                launched: list[str] | None = None) -> Experiment:
     """An experiment from one launched training command (output folder and parent from the
     command's arguments, the artifact index and the outputs of earlier experiments)."""
     by_path = {a.path: a for a in artifacts}
@@ -200,9 +202,14 @@ def _experiment(found: Detection, *, start: float, end: float | None, exit_code:
     stage = "from checkpoint" if init and (init in by_path or init.rstrip("/") in produced) \
         else "from base"
     files = _command_files(argv, reader)
+    data = _data_kind(inputs)
+    if data == "unknown" and files:
+        # What the script itself reads, and whether another script of the run wrote it by
+        # sampling a model.
+        data = data_source(files[0], reader.files, launched or [])
     return Experiment(
         path=out_dir, elapsed_s=start, parent=init, strategy=training_kind(found.methods),
-        data_source=_data_kind(inputs), stage=stage, command=command[:1000], exit_code=exit_code,
+        data_source=data, stage=stage, command=command[:1000], exit_code=exit_code,
         duration_s=round(end - start, 2) if end is not None else None,
         method=primary_method(found.methods), framework=found.framework,
         script=files[0] if files else launched_file(argv),
@@ -329,6 +336,7 @@ def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandRe
     (torchrun, accelerate, deepspeed children running the same file) belong to their launcher."""
     out: list[Experiment] = []
     running: list[tuple[str, float]] = []  # (file, end) of accepted launches
+    launched = sorted({f for ev, _ in labelled for f in _command_files(ev.argv, reader)})
     for ev, phase in labelled:
         if phase not in ("SFT", "RL"):
             continue
@@ -342,7 +350,7 @@ def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandRe
         out.append(_experiment(found, start=ev.start_s, end=ev.end_s, exit_code=ev.exit_code,
                                argv=ev.argv, command=" ".join(ev.argv), source="exec",
                                workspace=workspace, artifacts=artifacts, reader=reader,
-                               earlier=out))
+                               earlier=out, launched=launched))
     return out
 
 
@@ -350,6 +358,8 @@ def _transcript_experiments(events: list[AgentEvent], reader: CommandReader, wor
                             artifacts: list[ArtifactEntry]) -> list[Experiment]:
     """One experiment per command of the agent's event log that launched training."""
     out: list[Experiment] = []
+    launched = sorted({f for ev in events if ev.kind == "command" and ev.command
+                       for argv in simple_commands(ev.command) for f in _command_files(argv, reader)})
     for ev in events:
         if ev.kind != "command" or not ev.command:
             continue
@@ -360,7 +370,7 @@ def _transcript_experiments(events: list[AgentEvent], reader: CommandReader, wor
             out.append(_experiment(found, start=ev.t_s, end=ev.end_s, exit_code=ev.exit_code,
                                    argv=argv, command=ev.command, source="transcript",
                                    workspace=workspace, artifacts=artifacts, reader=reader,
-                                   earlier=out))
+                                   earlier=out, launched=launched))
     return out
 
 
