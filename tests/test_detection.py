@@ -259,7 +259,8 @@ def test_data_source_follows_the_data_to_the_script_that_wrote_it() -> None:
                          "d = load_dataset('json', data_files='samples.jsonl')\n",
         "train_fmt.py": "from datasets import load_dataset\n"
                         "d = load_dataset('json', data_files='sft.jsonl')\n",
-        "train_mix.py": "from datasets import load_dataset\na = load_dataset('json', data_files='samples.jsonl')\n"
+        "train_mix.py": "from datasets import load_dataset\n"
+                        "a = load_dataset('json', data_files='samples.jsonl')\n"
                         "b = load_dataset('openai/gsm8k', 'main')\n",
         "train_none.py": "x = 1\n",
     }
