@@ -493,6 +493,11 @@ class IterationBuilder:
             if found and found.trains and path.endswith(".py"):
                 excerpt = training_excerpt(path, files[path], found)
                 break
+            if found and found.trains and path.endswith((".yaml", ".yml", ".json", ".sh")):
+                # A config- or script-driven launch: its first lines say what it trains.
+                head = files[path].splitlines()[:20]
+                excerpt = f"# {path}, lines 1-{len(head)}\n" + "\n".join(head)
+                break
         item = IterationSummary(
             index=rec.seq, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
             duration_s=round(elapsed - self.prev_elapsed, 2) if elapsed is not None else None,
