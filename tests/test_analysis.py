@@ -350,3 +350,36 @@ def test_parser_report_warnings_reach_analysis_json(tmp_path: Path) -> None:
     got = parse_warnings(tmp_path)
     assert got[0] == "3 unreadable line(s)" and "task_updated ×2" in got[1]
     assert got[-1] == "the CLI reported: Loop detected"
+
+
+def test_traced_config_launches_are_experiments(tmp_path: Path) -> None:
+    """Programs the exec trace saw: a LLaMA-Factory config launch, a verl module launch with
+    its torchrun worker, and polling; each training launch is one experiment."""
+    from a2rl.records import ExecEvent
+
+    run = FakeRun(tmp_path)
+    (run.ws / "code" / "lf_sft.yaml").write_text("model_name_or_path: model\nstage: sft\n"
+                                                 "finetuning_type: lora\noutput_dir: output/v1\n")
+    run.model("output/v1", "model", "h1")
+    run.submit("output/v1", "scored", 30.0, 500, "h1")
+    ws = str(run.ws)
+    events = [
+        ExecEvent(pid=1, start_s=10, end_s=400, exit_code=0, program="/venv/bin/llamafactory-cli",
+                  argv=["llamafactory-cli", "train", f"{ws}/code/lf_sft.yaml"]),
+        ExecEvent(pid=2, start_s=410, end_s=420, exit_code=0, program="/bin/sleep", argv=["sleep", "10"]),
+        ExecEvent(pid=3, start_s=450, end_s=900, exit_code=0, program="/venv/bin/torchrun",
+                  argv=["torchrun", "--nproc_per_node=2", "-m", "verl.trainer.main_ppo",
+                        "algorithm.adv_estimator=grpo", "trainer.default_local_dir=output/v2"]),
+        # the worker torchrun starts runs the same module: part of its launcher's experiment
+        ExecEvent(pid=4, start_s=451, end_s=899, exit_code=0, program="/usr/bin/python3",
+                  argv=["python3", "-m", "verl.trainer.main_ppo", "algorithm.adv_estimator=grpo"]),
+        ExecEvent(pid=5, start_s=901, end_s=902, exit_code=0, program="/bin/bash",
+                  argv=["bash", f"{ws}/timer.sh"]),
+    ]
+    (run.dir / "agent" / "exec.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    a = analyze_run(run.finish(), heldout=[])
+    assert [(e.method, e.strategy, e.framework) for e in a.experiments] == [
+        ("SFT", "PEFT", "llamafactory"), ("GRPO", "RL", "verl")]
+    assert a.experiments[0].script == "code/lf_sft.yaml"
+    assert a.phase_seconds["SFT"] == 390.0 and a.phase_seconds["RL"] == 450.0
+    assert a.phase_seconds["checkpoint/waiting"] == 11.0
