@@ -269,3 +269,14 @@ def test_data_source_follows_the_data_to_the_script_that_wrote_it() -> None:
     assert data_source("train_fmt.py", files, ran) == "curated"  # reformatted given data
     assert data_source("train_mix.py", files, ran) == "mixed"
     assert data_source("train_none.py", files, ran) == "unknown"
+
+
+def test_a_script_for_a_newer_python_is_read_where_it_parses() -> None:
+    # PEP 695 `type` statements do not parse on Python 3.11; the rest of the script does.
+    src = ("from trl import DPOTrainer\ntype Pair = tuple[str, str]\n"
+           "def main():\n    t = DPOTrainer(model='m')\n    t.train()\nmain()\n")
+    found = analyse_script("new.py", src)
+    assert found.trains and found.methods == {"DPO"}
+    assert "partly parsed" in found.evidence["parse"][0]
+    broken = analyse_script("broken.py", "def (:\n")
+    assert broken.parse_error and not broken.trains

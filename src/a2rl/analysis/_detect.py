@@ -491,21 +491,49 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
     `read_module(dotted)` returns (path, source) of a workspace module the script imports, so
     trainer subclasses and training functions defined there count; `analyse_command(cmd)`
     analyses a command line the script starts."""
+    salvaged: str | None = None
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        result = Detection(path, parse_error=f"{exc.msg} (line {exc.lineno})")
-        return result
+        error = f"{exc.msg} (line {exc.lineno})"
+        partial = _salvage(source)
+        if partial is None:
+            return Detection(path, parse_error=error)
+        tree, salvaged = partial, error
     reader = _ScriptReader(path, tree, read_module, analyse_command, depth)
     reader.imports()
     reader.class_defs()
     reader.calls()
     result = reader.result
     result.classes = dict(reader.classes)
+    if salvaged:
+        # Read from the top-level statements this Python can parse (a script written for a
+        # newer Python, or with one broken block); say so rather than see nothing.
+        result.evidence.setdefault("parse", []).append(
+            f"partly parsed ({salvaged}): the statements that parse were read")
     if result.rl_config:
         _verl_estimator(tree, result)
         result.hydra_config = _hydra_config(tree, path)
     return result
+
+
+def _salvage(source: str) -> ast.Module | None:
+    """The top-level statements of a script that parse on their own (a block starts at a line
+    in column 0 and runs to the next such line); None when none do."""
+    lines = source.splitlines()
+    starts = [i for i, ln in enumerate(lines)
+              if ln and not ln[0].isspace() and not ln.startswith(("#", ")", "]", "}"))]
+    body: list[ast.stmt] = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        chunk = "\n".join(lines[start:end])
+        try:
+            part = ast.parse(chunk)
+        except SyntaxError:
+            continue
+        ast.increment_lineno(part, start)
+        body += part.body
+    return ast.Module(body=body, type_ignores=[]) if body else None
 
 
 def _hydra_config(tree: ast.Module, path: str) -> str | None:
