@@ -280,3 +280,9 @@ def test_a_script_for_a_newer_python_is_read_where_it_parses() -> None:
     assert "partly parsed" in found.evidence["parse"][0]
     broken = analyse_script("broken.py", "def (:\n")
     assert broken.parse_error and not broken.trains
+
+
+def test_verl_recipes() -> None:
+    assert label({}, "python3 -m recipe.dapo.main_dapo data.train_files=t.parquet")[3] == "GRPO"
+    assert label({}, "python3 -m recipe.spin.main_spin")[1] == "preference"
+    assert label({}, "python3 -m recipe.prime.main_prime algorithm.adv_estimator=grpo")[3] == "GRPO"

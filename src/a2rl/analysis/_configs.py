@@ -51,6 +51,11 @@ _TORCHTUNE = [(re.compile(r"grpo"), "GRPO"), (re.compile(r"ppo"), "PPO"),
               (re.compile(r"(finetune|qat)"), "SFT")]
 
 
+_VERL_RECIPES = {"dapo": "GRPO", "gspo": "GRPO", "grpo": "GRPO", "prime": "RLOO", "spin": "DPO",
+                 "sppo": "DPO", "retool": "GRPO", "entropy": "GRPO", "remax": "ReMax"}
+"""verl recipe names -> the method their entry point trains when no estimator is given."""
+
+
 def verl_estimator_method(value: str) -> str:
     return _VERL_ESTIMATORS.get(value.strip().strip("'\"").lower(), "PPO")
 
@@ -63,10 +68,11 @@ def entry_module_method(module: str) -> str | None:
     if module.startswith("verl") or module.startswith("recipe"):
         if "sft" in last:
             return "SFT"
-        if last == "main_dapo":
-            return "GRPO"
         if last.startswith("main_ppo") or last in ("main_remax", "main_agent_ppo"):
             return "PPO"
+        if module.startswith("recipe") and last.startswith("main_"):
+            # verl's recipes (recipe/<name>/main_<name>.py) run the RL loop of that recipe
+            return _VERL_RECIPES.get(last.removeprefix("main_"), "PPO")
         return None
     if module.startswith("trl.scripts"):
         return _TRL_CLI.get(last)
@@ -202,8 +208,8 @@ def verl_detection(module: str, args: list[str], config: dict[str, Any] | None) 
             else None)
         if est:
             d.add(verl_estimator_method(est), f"algorithm.adv_estimator={est}")
-        elif module.endswith("main_dapo"):
-            d.add("GRPO", f"-m {module} (DAPO)")
+        elif module.startswith("recipe."):
+            d.add(method, f"-m {module} (verl recipe {module.split('.')[1]})")
         else:
             d.add("PPO", f"-m {module} without algorithm.adv_estimator (verl's default: gae, PPO)")
         rank = ov.get("actor_rollout_ref.model.lora_rank") or (
