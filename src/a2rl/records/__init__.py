@@ -22,7 +22,7 @@ from a2rl.records._analysis import (
     RunAnalysis,
     Severity,
 )
-from a2rl.records._events import AgentEvent, EventKind, ExecEvent
+from a2rl.records._events import AgentEvent, EventKind, ExecEvent, ParseReport
 from a2rl.records._grader import (
     BASELINE_FORMAT,
     EVAL_JOB_FORMAT,
@@ -65,6 +65,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "iteration": (IterationSummary, "summary.jsonl (one line per iteration)"),
     "agent-event": (AgentEvent, "agent/events.jsonl"),
     "exec-event": (ExecEvent, "agent/exec.jsonl"),
+    "parse-report": (ParseReport, "agent/parse_report.json"),
     "submit-response": (SubmitResponse, "POST /submit answer"),
     "status-response": (StatusResponse, "GET /status answer"),
     "final-result": (FinalResult, "final.json (hidden-final runs)"),
@@ -93,7 +94,7 @@ __all__ = [
     "BestSoFar", "EvalJob", "FinalDesignation", "FinalMode", "FinalResult", "ItemValues",
     "KeepArtifacts", "Split",
     "EventKind", "ExecEvent", "ExitReason", "Experiment", "FailureType", "Finding", "ImportInfo",
-    "IterationSummary", "ModelInfo", "ProcessMetrics", "RunAnalysis", "RunConfig", "RunRecord",
+    "IterationSummary", "ModelInfo", "ParseReport", "ProcessMetrics", "RunAnalysis", "RunConfig", "RunRecord",
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
