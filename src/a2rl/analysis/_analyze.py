@@ -19,7 +19,7 @@ from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
 from a2rl.analysis._methods import primary_method, route_of, training_kind
-from a2rl.analysis._phases import phase_times, script_of, turn_phases
+from a2rl.analysis._phases import phase_times, turn_phases
 from a2rl.recording import (
     ArtifactEntry,
     diff_stat,
@@ -135,36 +135,6 @@ def _command_files(argv: list[str], reader: CommandReader) -> list[str]:
     target = launched_file(argv)
     path = reader.find(target) if target else None
     return [path] if path else []
-
-
-def script_path(arg: str, files: dict[str, str], workspace: Path) -> str | None:
-    """Map a script argument from the trace to a path in the snapshot."""
-    p = Path(arg)
-    if p.is_absolute():
-        try:
-            arg = str(p.relative_to(workspace.resolve()))
-        except ValueError:
-            try:
-                arg = str(p.relative_to(workspace))
-            except ValueError:
-                return None
-    arg = arg.removeprefix("./")
-    if arg in files:
-        return arg
-    matches = [f for f in files if Path(f).name == Path(arg).name and f.endswith(arg)]
-    return matches[0] if len(matches) == 1 else None
-
-
-def traced_scripts(events: list[ExecEvent], files: dict[str, str], workspace: Path,
-                   until: float | None) -> set[str]:
-    ran: set[str] = set()
-    for ev in events:
-        if until is not None and ev.start_s > until:
-            continue
-        arg = script_of(ev)
-        if arg and (path := script_path(arg, files, workspace)):
-            ran.add(path)
-    return ran
 
 
 def _flag_values(rel: list[str], flags: tuple[str, ...]) -> list[str]:
