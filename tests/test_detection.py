@@ -286,3 +286,12 @@ def test_verl_recipes() -> None:
     assert label({}, "python3 -m recipe.dapo.main_dapo data.train_files=t.parquet")[3] == "GRPO"
     assert label({}, "python3 -m recipe.spin.main_spin")[1] == "preference"
     assert label({}, "python3 -m recipe.prime.main_prime algorithm.adv_estimator=grpo")[3] == "GRPO"
+
+
+def test_adapter_loaded_to_train_is_peft_loaded_to_merge_is_not() -> None:
+    train = ("from peft import PeftModel\nfrom trl import SFTTrainer\n"
+             "m = PeftModel.from_pretrained(b, 'output/v1', is_trainable=True)\nSFTTrainer(model=m).train()\n")
+    assert analyse_script("a.py", train).methods == {"PEFT", "SFT"}
+    merge = "from peft import PeftModel\nm = PeftModel.from_pretrained(b, 'output/v1').merge_and_unload()\n"
+    found = analyse_script("b.py", merge)
+    assert found.methods == {"merging"} and not found.trains

@@ -331,6 +331,12 @@ class _ScriptReader:
             if last in _PEFT_CALLS and (self.root(chain) in ("peft", "unsloth", "transformers", None)
                                         or chain[0] in self.origin):
                 self.result.add("PEFT", f"line {line}: {'.'.join(chain)}(…)")
+            if last == "from_pretrained" and len(chain) >= 2 and chain[-2].startswith(
+                    ("PeftModel", "AutoPeftModel")) and any(
+                    kw.arg == "is_trainable" and isinstance(kw.value, ast.Constant) and kw.value.value
+                    for kw in node.keywords):
+                # an adapter loaded to train on (not merely to merge or evaluate)
+                self.result.add("PEFT", f"line {line}: {'.'.join(chain)}(…, is_trainable=True)")
             if last == "get_peft_config":
                 self.result.conditional_peft.append(f"line {line}: {'.'.join(chain)}(…)")
             if last in _MERGE_CALLS:
