@@ -290,7 +290,8 @@ def test_verl_recipes() -> None:
 
 def test_adapter_loaded_to_train_is_peft_loaded_to_merge_is_not() -> None:
     train = ("from peft import PeftModel\nfrom trl import SFTTrainer\n"
-             "m = PeftModel.from_pretrained(b, 'output/v1', is_trainable=True)\nSFTTrainer(model=m).train()\n")
+             "m = PeftModel.from_pretrained(b, 'output/v1', is_trainable=True)\n"
+             "SFTTrainer(model=m).train()\n")
     assert analyse_script("a.py", train).methods == {"PEFT", "SFT"}
     merge = "from peft import PeftModel\nm = PeftModel.from_pretrained(b, 'output/v1').merge_and_unload()\n"
     found = analyse_script("b.py", merge)
