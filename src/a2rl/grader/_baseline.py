@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from pydantic import BaseModel
 
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
@@ -26,51 +23,8 @@ from a2rl.grader._records import FinalMode
 from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import score_interval
 from a2rl.models import ResolvedModel
+from a2rl.records import BaselineRecord
 from a2rl.tasks import EvalOutcome, Task
-
-
-class BaselineRecord(BaseModel):
-    """`baseline.json` in the run directory, and the cache entry under $A2RL_HOME/baselines/."""
-
-    score: float
-    """The base model's score (0–100) on the held-out evaluation (the dev split in a
-    hidden-final run: the number the agent's feedback is compared with)."""
-    n_items: int
-    """Items scored."""
-    metrics: dict[str, float]
-    """Secondary metrics from the same evaluation."""
-    model_hash: str
-    """Content hash of the base model's weights."""
-    task_fingerprint: str
-    """Keyed identity of the evaluation (task, version, options, held-out items)."""
-    evaluator_version: str
-    """a2rl's evaluator version; a change invalidates the cache."""
-    eval_seconds: float
-    """Wall time of the evaluation that produced this score."""
-    computed_at: dt.datetime
-    """When that evaluation ran (UTC)."""
-    cached: bool = False
-    """True when this run reused a cached baseline instead of evaluating again."""
-    split: Split = "all"
-    """all held-out items, or dev (hidden-final run; the test split is scored separately)."""
-    ci_low: float | None = None
-    """Lower bound of the score's 95 % confidence interval."""
-    ci_high: float | None = None
-    """Upper bound of the score's 95 % confidence interval."""
-    ci_method: str | None = None
-    """How the interval was computed (see a2rl.grader._stats)."""
-    items: ItemValues | None = None
-    """Per-item values behind `score` (for paired comparisons with submissions)."""
-    test_score: float | None = None
-    """Hidden-final runs: the base model's score on the hidden test split."""
-    test_n_items: int | None = None
-    """Items in the hidden test split."""
-    test_ci_low: float | None = None
-    """Lower bound of the test score's 95 % confidence interval."""
-    test_ci_high: float | None = None
-    """Upper bound of the test score's 95 % confidence interval."""
-    test_items: ItemValues | None = None
-    """Per-item values behind `test_score`."""
 
 
 def baseline_cache_key(task: Task, model: ResolvedModel, final: FinalMode = "off",

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-
 from a2rl.grader._secret import item_key, split_test_keys
+from a2rl.records import ItemValues
 from a2rl.tasks import EvalOutcome, Task
 
 # Per-item value fields, in the order they are tried: static tasks (`score`), pairwise judges
@@ -18,15 +17,6 @@ from a2rl.tasks import EvalOutcome, Task
 _VALUE_FIELDS = ("score", "win", "success", "reward")
 
 
-class ItemValues(BaseModel):
-    """`items.json` of an evaluation: one value in [0, 1] per held-out item scored."""
-
-    keys: list[str] | None
-    """Keyed ids of the items, in the order of `values` (None: the order could not be matched)."""
-    values: list[float]
-    """The item verdicts or rewards the score is built from."""
-    field: str | None
-    """Which detail field the values were read from."""
 
 
 class SplitError(ValueError):
