@@ -305,3 +305,73 @@ def test_cli_eval_and_rescore(tmp_path: Path, a2rl_home: Path) -> None:
     out = _cli("rescore", str(run_dir), home=a2rl_home)
     assert out.returncode == 1  # this run kept no baseline completions: said, and exit code 1
     assert "s0001" in out.stdout and "33.33" in out.stdout and "-66.67" in out.stdout
+
+
+# ---- every built-in task ---------------------------------------------------------------------
+
+SMALL = {
+    "arith": {"n_heldout": 2, "n_train": 10},
+    "gsm8k": {"source": "offline", "n_train": 20, "n_heldout": 2},
+    "humaneval": {"max_heldout": 2, "timeout_s": 10},
+    "alpacaeval": {"source": "offline", "max_heldout": 2},
+    "deepsearchqa": {"source": "offline", "max_heldout": 2},
+    "webshop": {"max_heldout": 2},
+    "alfworld": {"n_train": 2, "n_heldout": 2, "gen_workers": 2},
+}
+
+
+@pytest.fixture
+def always_a_judge(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """An OpenAI-compatible judge on loopback that always answers `A`."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                     "content": "A"}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("A2RL_JUDGE_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
+    monkeypatch.setenv("A2RL_JUDGE_MODEL", "always-a")
+    monkeypatch.setenv("A2RL_JUDGE_API_KEY", "test-key")
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _task_or_skip(name: str) -> Any:
+    if name == "alfworld":
+        pytest.importorskip("alfworld")
+    return get_task(name, SMALL[name])
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_task_scores_a_predictions_file(name: str, always_a_judge: Any, tmp_path: Path) -> None:
+    task = _task_or_skip(name)
+    ids = task.item_ids()
+    preds = _jsonl(tmp_path / "p.jsonl", [{"id": ids[0], "completion": "I do not know."}])
+    record, folder = eval_predictions(task, preds, allow_missing=True, out=tmp_path / "o")
+    assert record.n_items == len(ids) == 2 and 0.0 <= record.score <= 100.0
+    assert (folder / "details.jsonl").read_text().strip()
+    with pytest.raises(A2RLError, match="unknown item id"):
+        eval_predictions(task, _jsonl(tmp_path / "q.jsonl", [{"id": "x-404", "completion": ""}]))
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_every_task_evaluates_a_model(name: str, always_a_judge: Any, tiny_model: Path,
+                                      tmp_path: Path) -> None:
+    task = _task_or_skip(name)
+    record, folder = eval_model(task, str(tiny_model), out=tmp_path / "o")
+    assert record.n_items == 2 and record.source == "model" and 0.0 <= record.score <= 100.0
+    assert EvalRecord.model_validate_json((folder / "eval.json").read_text()) == record
