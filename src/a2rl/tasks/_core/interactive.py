@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -12,9 +12,43 @@ from pydantic import ValidationError
 
 from a2rl._errors import A2RLError
 from a2rl.envs import Env, Episode, RolloutConfig, Step, run_rollouts
+from a2rl.inference import GenerationSettings
+from a2rl.tasks._core.offline import Prediction, match_predictions
 from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task
 
 EPISODES_FILE = "episodes.jsonl"
+REPLAY_MODEL = Path("<replay>")
+"""The model_dir `evaluate` is given while recorded completions are replayed (no model loads)."""
+_REPLAY_ROLE = "a2rl-replay-episode"
+
+
+class _ReplayEngine:
+    """An engine that answers each episode's turns with the completions recorded for it, in
+    order (then an empty reply, which ends the episode). The episode of a prompt is told by a
+    marker message the replaying `collect` puts in front of the task's own messages, so the
+    rollout loop, the environment, the parser and the task's `finish` run unchanged."""
+
+    backend = "replay"
+
+    def __init__(self, turns: dict[str, list[str]]) -> None:
+        self._turns = {k: list(v) for k, v in turns.items()}
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        assert messages and messages[0]["role"] == _REPLAY_ROLE, "replay prompt without a marker"
+        return messages[0]["content"]
+
+    def generate(self, prompts: Sequence[str], settings: GenerationSettings,
+                 on_progress: Callable[[int], None] | None = None) -> list[str]:
+        out = []
+        for episode_id in prompts:
+            queue = self._turns.get(episode_id) or []
+            out.append(queue.pop(0) if queue else "")
+        if on_progress:
+            on_progress(len(prompts))
+        return out
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 class InteractiveTask(Task):
@@ -27,6 +61,7 @@ class InteractiveTask(Task):
 
     rollout: ClassVar[RolloutConfig]
     rollout_batch_size: ClassVar[int] = 16
+    _replay: _ReplayEngine | None = None
 
     @abstractmethod
     def train_episodes(self) -> list[Episode]: ...
@@ -83,15 +118,41 @@ class InteractiveTask(Task):
     def collect(self, model_dir: Path, episodes: list[Episode], *,
                 chat_template_from: Path | None, config: RolloutConfig | None = None,
                 on_progress: Callable[[int], None] | None = None) -> list[Any]:
-        from a2rl.inference import load_engine
+        from a2rl.inference import Engine, load_engine
 
-        engine = load_engine(model_dir, chat_template_from=chat_template_from)
+        prompt_fn = self.messages
+        engine: Engine
+        if self._replay is not None:
+            engine = self._replay
+
+            def prompt_fn(episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
+                return [{"role": _REPLAY_ROLE, "content": episode.id}, *self.messages(episode, history)]
+        else:
+            engine = load_engine(model_dir, chat_template_from=chat_template_from)
         try:
-            return run_rollouts(engine, episodes, self.make_env, self.messages, self.parse_action,
-                                self.finish, config or self.rollout, task=self.name,
-                                batch_size=self.rollout_batch_size, on_progress=on_progress)
+            trajectories = run_rollouts(engine, episodes, self.make_env,
+                                        prompt_fn, self.parse_action, self.finish,
+                                        config or self.rollout, task=self.name,
+                                        batch_size=self.rollout_batch_size, on_progress=on_progress)
         finally:
             engine.close()
+        if self._replay is not None:
+            for t in trajectories:
+                t.messages = [m for m in t.messages if m["role"] != _REPLAY_ROLE]
+        return trajectories
+
+    def score_offline(self, predictions: Sequence[Prediction], *, allow_missing: bool = False,
+                      on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        """Replay each held-out episode with the turns given for it: the same environment,
+        parser, step limit and `finish` as `evaluate`, with the recorded completions in place
+        of generation. An episode whose turns run out before it ends gets an empty reply."""
+        grouped = match_predictions(predictions, self.item_ids(), allow_missing=allow_missing,
+                                    several_per_id=False)
+        self._replay = _ReplayEngine({i: ps[0].completions for i, ps in grouped.items()})
+        try:
+            return self.evaluate(REPLAY_MODEL, chat_template_from=None, on_progress=on_progress)
+        finally:
+            self._replay = None
 
     def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
                  on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from a2rl._errors import A2RLError
 from a2rl.inference import GenerationSettings
-from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task
+from a2rl.tasks._core.offline import Prediction, match_predictions, prompts_by_id
+from a2rl.tasks._core.task import EvalOutcome, ProgressCounter, Task, item_id
 
 
 def distinct_questions(items: Iterable[dict[str, Any]], n: int,
@@ -83,12 +86,13 @@ class StaticTextTask(Task):
         details = []
         total = 0.0
         sums: dict[str, float] = {}
-        for item, prompt, completion in zip(items, prompts, samples[0], strict=True):
+        for index, (item, prompt, completion) in enumerate(zip(items, prompts, samples[0],
+                                                               strict=True)):
             verdict = self.score_completion(item, completion)
             total += verdict.score
             for key, value in verdict.metrics.items():
                 sums[key] = sums.get(key, 0.0) + value
-            details.append({"prompt": prompt, "completion": completion,
+            details.append({"id": item_id(item, index), "prompt": prompt, "completion": completion,
                             "extracted": verdict.extracted, "answer": item.get("answer"),
                             "score": verdict.score, **verdict.metrics})
         n = max(1, len(items))
@@ -111,6 +115,30 @@ class StaticTextTask(Task):
                              for setting in self.sample_settings()]
         finally:
             engine.close()
+
+    def score_offline(self, predictions: Sequence[Prediction], *, allow_missing: bool = False,
+                      on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        self.check_scoring()
+        items, ids = self.heldout_items(), self.item_ids()
+        n_samples = len(self.sample_settings())
+        grouped = match_predictions(predictions, ids, allow_missing=allow_missing,
+                                    several_per_id=n_samples > 1)
+        per_item: list[list[str]] = []
+        for key in ids:
+            texts = [c for p in grouped.get(key, []) for c in p.completions] or [""] * n_samples
+            if len(texts) != n_samples:
+                where = grouped[key][0].where
+                raise A2RLError(f"{where}: {len(texts)} completions for {key!r}; this task "
+                                f"scores {n_samples} sample(s) per item",
+                                f"give {n_samples} completion(s) per item (one line each, or a "
+                                "`completions` list), or set the task's sampling options to match")
+            per_item.append(texts)
+        known = prompts_by_id(grouped)
+        prompts = [known.get(i) or json.dumps(self.messages(item)) + self.assistant_prefix(item)
+                   for i, item in zip(ids, items, strict=True)]
+        samples = [[texts[j] for texts in per_item] for j in range(n_samples)]
+        progress = ProgressCounter(len(items) * n_samples * self.scoring_units, on_progress)
+        return self.score_batch(items, prompts, samples, on_progress=progress)
 
     def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
                  on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:

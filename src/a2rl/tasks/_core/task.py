@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import string
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -14,6 +14,7 @@ from pydantic.fields import FieldInfo
 
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
+from a2rl.tasks._core.offline import Prediction
 
 Level = Literal["L1", "L2", "L3"]
 RewardKind = Literal["rule", "execution", "judge", "interactive"]
@@ -46,6 +47,11 @@ class TaskParams(BaseModel):
         """The options an agent may see (in data/task.json), secrets left out."""
         secret = self.secret_fields()
         return {k: v for k, v in self.model_dump(mode="json").items() if k not in secret}
+
+
+def item_id(item: dict[str, Any], index: int) -> str:
+    """A held-out item's id: its `id` (or `task_id`), else its position in the held-out list."""
+    return str(item.get("id") or item.get("task_id") or index)
 
 
 class TaskSpec(BaseModel):
@@ -119,6 +125,17 @@ class Task(ABC):
     def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
                  on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
         """Score a checkpoint on the held-out items. Runs in a child process of the grader."""
+
+    def item_ids(self) -> list[str]:
+        """The ids predictions name held-out items by (`a2rl eval --predictions`): the item's
+        `id` (or `task_id`), else its position."""
+        return [item_id(item, i) for i, item in enumerate(self.heldout_items())]
+
+    @abstractmethod
+    def score_offline(self, predictions: Sequence[Prediction], *, allow_missing: bool = False,
+                      on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        """Score given completions (a predictions file, or an earlier evaluation's records) with
+        this task's scorer, exactly as `evaluate` scores generated ones."""
 
     def render_template(self, name: str = "description.md", /, **values: object) -> str:
         """A text file beside the task's module (its `description.md`, by default) with `$key` /
