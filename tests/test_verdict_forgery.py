@@ -21,7 +21,7 @@ from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits
 from a2rl.tasks import get_task
 from a2rl.tasks.humaneval.task import HumanEvalTask, build_job, heldout_problems, train_problems
 
-LIMITS = ExecLimits(timeout_s=6.0, cpu_s=6)
+LIMITS = ExecLimits(timeout_s=20.0, cpu_s=5)  # generous wall clock: a loaded machine is slow
 PROBLEMS = {p["task_id"]: p for p in train_problems() + heldout_problems()}
 TARGET = PROBLEMS["HumanEval/0"]  # has_close_elements: asserts both True and False results
 
@@ -196,7 +196,7 @@ def test_a_tokenizer_rewrite_into_the_exploit_is_just_a_failing_program(tmp_path
     rewritten = tokenizers.Tokenizer.from_file(str(path)).decode([1])
     assert "os._exit(0)" in rewritten and json.loads(path.read_text())["decoder"]
 
-    task = get_task("humaneval", {"max_heldout": 3, "timeout_s": 6})
+    task = get_task("humaneval", {"max_heldout": 3, "timeout_s": 20})
     assert isinstance(task, HumanEvalTask)
     items: list[dict[str, Any]] = task.heldout_items()
     outcome = task.score_completions(items, ["<prompt>"] * len(items),
