@@ -435,7 +435,7 @@ _a2rl_candidate()
 JUDGE_LAUNCHER = _CODEC + r'''
 
 def _a2rl_judge():
-    import json, os, resource, sys, traceback
+    import json, os, resource, sys
     cfg = json.loads(sys.stdin.readline())
     job = json.loads(sys.stdin.read())
     for name, soft, hard in cfg["rlimits"]:
