@@ -69,8 +69,8 @@ def test_numeric_metric_fixture(case: dict[str, Any]) -> None:
         assert verdict.metrics["numeric_strict"] == float(case["strict"])
         assert verdict.metrics["numeric_flexible"] == float(case["flexible"])
         assert verdict.score == float(case[key])
-        assert set(verdict.metrics) == {"strict_match", "flexible_extract", "numeric_strict",
-                                        "numeric_flexible"}
+        assert set(verdict.metrics) == {"lm_eval_strict_match", "lm_eval_flexible_extract",
+                                        "numeric_strict", "numeric_flexible"}
 
 
 def test_extractors_follow_lm_eval() -> None:
@@ -238,12 +238,13 @@ def test_evaluate_on_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatc
     outcome = task.evaluate(tiny_model, chat_template_from=tiny_model,
                             on_progress=lambda done, total: progress.append((done, total)))
     assert isinstance(outcome, EvalOutcome) and outcome.n_items == 4
-    assert set(outcome.metrics) == {"strict_match", "flexible_extract", "numeric_strict",
-                                    "numeric_flexible", "scored_metric_index", "heldout_in_train"}
+    assert set(outcome.metrics) == {"lm_eval_strict_match", "lm_eval_flexible_extract",
+                                    "numeric_strict", "numeric_flexible", "scored_metric_index",
+                                    "heldout_in_train"}
     assert outcome.metrics["scored_metric_index"] == 0.0  # "strict": lm-eval strict-match
-    assert outcome.score == outcome.metrics["strict_match"]
-    assert 0.0 <= outcome.metrics["flexible_extract"] <= 100.0 and progress[-1] == (4, 4)
+    assert outcome.score == outcome.metrics["lm_eval_strict_match"]
+    assert 0.0 <= outcome.metrics["lm_eval_flexible_extract"] <= 100.0 and progress[-1] == (4, 4)
     assert len(outcome.details) == 4
-    assert all({"strict_match", "flexible_extract", "completion"} <= set(d)
+    assert all({"lm_eval_strict_match", "lm_eval_flexible_extract", "completion"} <= set(d)
                for d in outcome.details)
 

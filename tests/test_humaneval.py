@@ -33,7 +33,7 @@ from a2rl.tasks.humaneval.task import (
 )
 from a2rl.workspace import build_workspace
 
-LIMITS = ExecLimits(timeout_s=3.0, cpu_s=3)
+LIMITS = ExecLimits(timeout_s=10.0, cpu_s=3)  # timeout tests pass their own, shorter limit
 
 
 @pytest.fixture(scope="module")

@@ -211,8 +211,8 @@ def test_task_scores_with_lm_eval_verdicts_by_default() -> None:
                                  ("numeric_strict", numeric)):
             verdict = tasks[scored].score_completion(item, completion)
             assert verdict.score == float(expected), (scored, completion, answer)
-            assert verdict.metrics["strict_match"] == float(strict)
-            assert verdict.metrics["flexible_extract"] == float(flexible)
+            assert verdict.metrics["lm_eval_strict_match"] == float(strict)
+            assert verdict.metrics["lm_eval_flexible_extract"] == float(flexible)
             assert verdict.metrics["numeric_strict"] == float(numeric)
 
 

