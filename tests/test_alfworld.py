@@ -132,7 +132,7 @@ def test_generation_is_deterministic_and_prefix_stable(tmp_path: Path) -> None:
 def test_env_protocol_on_the_real_engine(task: alf.ALFWorldTask) -> None:
     ep = task.train_episodes()[0]  # pick_and_place_simple
     rec = games.GameRecord.read(task._split_dir("train") / ep.payload["game"].split("/")[1] / games.MANIFEST)
-    scene = games.scene_for(alf.TRAIN_SEED, rec)
+    scene = games.scene_for(alf.train_stream(), rec)
     env = task.make_env(ep)
     try:
         first = env.reset()
@@ -316,21 +316,25 @@ def test_unparseable_reply_and_step_limit_fail(task: alf.ALFWorldTask) -> None:
 # ---- splits and the workspace -----------------------------------------------------------------
 
 
-def test_splits_are_disjoint_and_heldout_seed_is_secret(task: alf.ALFWorldTask, shared_home: Path) -> None:
+def test_splits_have_their_own_streams_and_heldout_seed_is_secret(task: alf.ALFWorldTask,
+                                                                   shared_home: Path) -> None:
     train_root, held_root = task._split_dir("train"), task._split_dir("heldout")
     assert train_root != held_root
     train = [games.GameRecord.read(train_root / f"{i:05d}" / games.MANIFEST) for i in range(6)]
     held = [games.GameRecord.read(held_root / f"{i:05d}" / games.MANIFEST) for i in range(2)]
+    # disjoint here by chance (the splits are independent draws, never filtered)
     assert not {r.signature for r in train} & {r.signature for r in held}
-    train_problems = {json.loads((train_root / r.game).read_text())["pddl_problem"] for r in train}
-    assert not train_problems & {json.loads((held_root / r.game).read_text())["pddl_problem"] for r in held}
+    assert task.heldout_in_train() == 0
     assert not {e.id for e in task.train_episodes()} & {e.id for e in task.heldout_episodes()}
     secret = alf.ALFWorldTask({"n_train": 1, "n_heldout": 1})
     stored = int((shared_home / "secrets" / "alfworld-heldout-seed").read_text())
-    assert secret.params.heldout_seed == stored != alf.TRAIN_SEED
+    assert secret.params.heldout_seed == stored
     assert str(stored) not in str(secret._split_dir("heldout"))
-    with pytest.raises(ValueError):
-        alf.ALFWorldTask({"heldout_seed": alf.TRAIN_SEED})
+    # The stream is keyed by the split: a held-out seed equal to the public train seed is
+    # allowed and still draws other games than the train split.
+    same = alf.ALFWorldTask({**SMALL, "heldout_seed": alf.TRAIN_SEED})
+    assert alf.heldout_stream(alf.TRAIN_SEED) != alf.train_stream()
+    assert same._split_dir("heldout") != train_root
 
 
 def test_workspace_gets_train_games_only_and_rollout_runs_from_it(

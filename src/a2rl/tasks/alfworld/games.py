@@ -21,7 +21,9 @@ clean/heat/cool, move) is replayed through the engine and must win: the solvabil
 `alfworld-generate` makes with its expert, at a fraction of the planner's cost (about a second a
 game). Unlike `alfworld-generate`, whose `--end -1` default silently drops the last trial, nothing
 is sliced: game *i* of a seed is derived from `(seed, i)` alone, so the first k games of a seed
-never depend on how many were asked for. As in ALFRED, what starts in the fridge is already cool.
+never depend on how many were asked for, nor on any other seed's games (the task gives its train
+and held-out splits separate seeds and never filters one against the other). As in ALFRED, what
+starts in the fridge is already cool.
 
 That solution is only used for the check: it is not stored in the game files (their
 `walkthrough` is null), so the games copied into an agent's workspace carry no gold trajectory.
@@ -557,7 +559,10 @@ def generate_game(root: Path, seed: int, index: int, task_type: str) -> GameReco
             continue
         scene, game, folder = drawn
         task_id = folder.rsplit("/", 1)[1]
-        with tempfile.TemporaryDirectory() as tmp:
+        # The probe goes under `root` (inside $A2RL_HOME), not the shared /tmp: a held-out game
+        # must never sit, even briefly, where another process could read it.
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".probe-", dir=root) as tmp:
             probe = Path(tmp) / GAME_FILE
             probe.write_text(json.dumps(game))
             check = check_game(probe, scene)

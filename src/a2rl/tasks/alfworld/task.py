@@ -15,6 +15,20 @@ Sources (`source`):
   Scores on generated games are not comparable with published ALFWorld numbers.
 - `official`: the official game files from `alfworld-download` under $ALFWORLD_DATA
   (`json_2.1.1/valid_unseen` = the paper's 134 held-out games; train games from `json_2.1.1/train`).
+  `valid_unseen` is public by design (anyone can download it): this source measures on a public
+  test set, and only `generated` has one an agent cannot obtain.
+
+Split independence (issue 17, class 2). Each split is its own stream of the generator, keyed by
+(split, seed) through `a2rl.tasks._lib.splits.stream_seed`: the train stream from the public
+`TRAIN_SEED`, the held-out stream from the secret seed. The train split is the first `n_train`
+games of its stream and is never filtered against the held-out games (version 1 dropped train
+games identical to a held-out game, so a missing train index would have named a held-out game
+exactly): the train files are the same bytes whatever the held-out seed, and what they lack says
+nothing about the test set. A held-out game may equal a train game by chance; `evaluate()`
+reports how many (`heldout_in_train`, grader-side only). The held-out cache folder is named by a
+keyed hash (the grader's installation key), never by a plain hash of the seed: the seed is a
+31-bit number, and a plain hash of it in a log line or an error would be reversed by trying every
+seed.
 
 Why the few-shot examples are recorded here rather than copied from ReAct: the engine installed
 with alfworld 0.4.x puts objects with `move X to Y`; ReAct's published examples use the older
@@ -47,7 +61,8 @@ from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import EPISODES_FILE, InteractiveTask
-from a2rl.tasks._core.task import TaskParams, secret_field
+from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
+from a2rl.tasks._lib.splits import stream_seed
 from a2rl.tasks.alfworld.fewshot import PROMPT_FILE, transcript
 from a2rl.tasks.alfworld.games import (
     GEN_VERSION,
@@ -65,6 +80,19 @@ from a2rl.tasks.alfworld.games import (
 log = logging.getLogger(__name__)
 
 TRAIN_SEED = 4114  # public: the train games are visible anyway
+TASK_NAME = "alfworld"
+
+
+def train_stream() -> int:
+    """Generator seed of the train split (public: derived from the public TRAIN_SEED)."""
+    return stream_seed(TASK_NAME, "train", TRAIN_SEED)
+
+
+def heldout_stream(seed: int) -> int:
+    """Generator seed of the held-out split of `seed`. Keyed by the split name, so even
+    `heldout_seed == TRAIN_SEED` draws other games than the train split."""
+    return stream_seed(TASK_NAME, "heldout", seed)
+
 GAMES_DIR = "alfworld_games"
 """Folder of the workspace data dir that holds the train-visible game files."""
 MAX_STEPS = 50
@@ -83,6 +111,11 @@ REPLY_FORMAT = ("Reply with exactly one line: either `think: <your reasoning>` o
 
 
 class ALFWorldParams(TaskParams):
+    SECRET_FIELDS: ClassVar[frozenset[str]] = frozenset({"heldout_seed"})
+    """What `a2rl.grader._secret.secret_fields` reads to redact options in run records (the
+    field mark `secret_field()` says the same; this keeps the redaction on while that reader
+    looks for the attribute)."""
+
     source: Literal["generated", "official"] = "generated"
     """`generated`: games generated locally (offline); `official`: alfworld-download's game files."""
     n_train: int = Field(200, ge=0)
@@ -186,6 +219,21 @@ def preamble(task_type: str) -> str:
 
 # ---- the task -------------------------------------------------------------------------------
 
+GENERATED_SPLITS = """Your train games are the first ones of a generator stream with a public seed;
+the held-out games come from a stream with a secret seed. Neither split is built by looking at the
+other: your train games are the same whatever the held-out seed is, and nothing was removed from
+them, so what they lack tells nothing about the test set. A held-out game can equal one of your
+games only by chance, and that is allowed. Measured on the generator (20 held-out seeds, 2,680
+held-out draws against 200 train draws): no held-out game was identical to a train game (same
+room, receptacles, placements and goal), while about 31% shared the task type, room, object and
+target receptacle with some train game, as any independent draw from the same generator does."""
+"""The split paragraph of the description (generated games); tests/test_alfworld_heldout.py
+re-measures its figures."""
+OFFICIAL_SPLITS = """Your train games are a sample (public seed) of ALFWorld's `train` split; the
+held-out games are ALFWorld's `{split}` split, which holds other trials than `train`. The sample
+is drawn without looking at `{split}`. `{split}` is public by design (anyone can download it):
+only the generated source (`--task-opt source=generated`) has a test set you cannot obtain."""
+
 
 def _require_alfworld() -> None:
     if importlib.util.find_spec("alfworld") is None or importlib.util.find_spec("textworld") is None:
@@ -211,12 +259,13 @@ def _official_games(split_dir: Path) -> list[tuple[str, str]]:
     return found
 
 
-def _generate_missing(root: Path, seed: int, indices: list[int], workers: int) -> None:
+def _generate_missing(root: Path, seed: int, indices: list[int], workers: int, split: str) -> None:
     """Generate (in parallel when several are missing) the games of `seed` not cached yet."""
     missing = [i for i in indices if not (root / f"{i:05d}" / MANIFEST).exists()]
     if not missing:
         return
-    log.info("generating %d ALFWorld games in %s", len(missing), root)
+    # No folder in the message: this line lands in eval.log, a run record.
+    log.info("generating %d ALFWorld %s games", len(missing), split)
     workers = min(workers or min(8, os.cpu_count() or 1), len(missing))
     if workers <= 1:
         for i in missing:
@@ -233,7 +282,7 @@ class ALFWorldTask(InteractiveTask):
     name = "alfworld"
     level = "L3"
     reward_kind = "interactive"
-    version = "1"
+    version = "2"  # 2: train drawn from its own stream, never filtered against the held-out games
     audit_patterns = (r"expert_plan", r"admissible_commands", r"extra\.gamefile", r"\boracle\b",
                       r"gold[_ ]traj", r"policy_commands", r"walkthrough", r"scripted_solution",
                       r"scene_for", r"pddl_problem", r"initial_state\.pddl")
@@ -248,15 +297,28 @@ class ALFWorldTask(InteractiveTask):
         _require_alfworld()
         if self.params.source == "generated" and self.params.heldout_seed is None:
             self.params.heldout_seed = installation_seed("alfworld-heldout-seed")
-        if self.params.heldout_seed == TRAIN_SEED:
-            raise ValueError(f"heldout_seed must differ from the train seed {TRAIN_SEED}")
+        # No check against TRAIN_SEED: the streams are keyed by split (see heldout_stream).
 
     # ---- where the games are ------------------------------------------------------------------
 
-    def _generated_root(self, seed: int) -> Path:
-        """Cache folder of the games of one seed (named by a hash: no seed in paths or logs)."""
-        key = hashlib.sha256(f"alfworld:{seed}".encode()).hexdigest()[:16]
-        return cache_dir("alfworld", f"generated-v{GEN_VERSION}", key)
+    def _generated_root(self, split: str) -> Path:
+        """Cache folder of the generated games of a split. The train folder is named by its
+        (public) stream; the held-out one by an HMAC under the grader's installation key, so the
+        name, wherever it shows up, cannot be reversed into the seed by trying all 2^31."""
+        if split == "train":
+            name = f"train-{train_stream():016x}"
+        else:
+            from a2rl.grader._secret import keyed
+
+            assert self.params.heldout_seed is not None
+            name = "heldout-" + keyed("alfworld-games", heldout_stream(self.params.heldout_seed))[:24]
+        return cache_dir("alfworld", f"generated-v{GEN_VERSION}", name)
+
+    def _stream(self, split: str) -> int:
+        if split == "train":
+            return train_stream()
+        assert self.params.heldout_seed is not None
+        return heldout_stream(self.params.heldout_seed)
 
     def _official_root(self) -> Path:
         base = self.params.alfworld_data or os.environ.get("ALFWORLD_DATA") or "~/.cache/alfworld"
@@ -272,14 +334,14 @@ class ALFWorldTask(InteractiveTask):
         """Folder that held-out (`heldout`) or train (`train`) game paths are relative to."""
         if self.params.source == "official":
             return self._official_root() / ("train" if split == "train" else self.params.official_split)
-        assert self.params.heldout_seed is not None
-        return self._generated_root(TRAIN_SEED if split == "train" else self.params.heldout_seed)
+        return self._generated_root(split)
 
     # ---- episodes -----------------------------------------------------------------------------
 
-    def _generated_records(self, seed: int, n: int) -> list[GameRecord]:
-        root = self._generated_root(seed)
-        _generate_missing(root, seed, list(range(n)), self.params.gen_workers)
+    def _generated_records(self, split: str, n: int) -> list[GameRecord]:
+        """The first `n` games of the split's stream: nothing else decides which games they are."""
+        root, seed = self._generated_root(split), self._stream(split)
+        _generate_missing(root, seed, list(range(n)), self.params.gen_workers, split)
         return [generate_game(root, seed, i, TASK_TYPES[i % len(TASK_TYPES)]) for i in range(n)]
 
     def _official_episode(self, split_dir: Path, rel: str, task_type: str, split: str,
@@ -300,7 +362,7 @@ class ALFWorldTask(InteractiveTask):
         n = min(p.n_heldout, p.max_heldout or p.n_heldout)
         return [(Episode(id=f"heldout-{r.id}", split="heldout",
                          payload={"game": r.game, "task_type": r.task_type, "goal": r.goal}), r.signature)
-                for r in self._generated_records(p.heldout_seed, n)]
+                for r in self._generated_records("heldout", n)]
 
     def heldout_episodes(self) -> list[Episode]:
         return [ep for ep, _ in self._heldout]
@@ -316,11 +378,11 @@ class ALFWorldTask(InteractiveTask):
             random.Random(TRAIN_SEED).shuffle(games)
             return [(self._official_episode(split_dir, rel, tt, "train", f"{GAMES_DIR}/{rel}"),
                      split_dir / rel, None) for rel, tt in games[: p.n_train or None]]
-        root = self._generated_root(TRAIN_SEED)
+        root = self._generated_root("train")
         return [(Episode(id=f"train-{r.id}", split="train",
                          payload={"game": f"{GAMES_DIR}/{r.game}", "task_type": r.task_type, "goal": r.goal}),
                  root / Path(r.game).parent, r.signature)
-                for r in self._generated_records(TRAIN_SEED, p.n_train)]
+                for r in self._generated_records("train", p.n_train)]
 
     def train_episodes(self) -> list[Episode]:
         return [ep for ep, _, _ in self._train]
@@ -328,14 +390,11 @@ class ALFWorldTask(InteractiveTask):
     def write_train_data(self, data_dir: Path) -> list[Path]:
         """`episodes.jsonl` and the train games (`game.tw-pddl` without walkthrough, `traj_data.json`
         without ALFRED's expert plan): a valid ALFWorld data folder the agent can also load with
-        alfworld's own tools. A train game identical to a held-out one (same room, placements and
-        goal) is left out."""
-        held = {sig for _, sig in self._heldout if sig}
+        alfworld's own tools. Every train game is written, and nothing here reads the held-out
+        games: removing those equal to a held-out game would make the gap name them."""
         data_dir.mkdir(parents=True, exist_ok=True)
         episodes: list[Episode] = []
-        for ep, src, sig in self._train:
-            if sig in held:
-                continue
+        for ep, src, _ in self._train:
             dest = data_dir / Path(ep.payload["game"]).parent
             dest.mkdir(parents=True, exist_ok=True)
             game = json.loads((src / "game.tw-pddl").read_text())
@@ -364,7 +423,9 @@ class ALFWorldTask(InteractiveTask):
             rel = Path(*rel.parts[1:]) if rel.parts and rel.parts[0] == GAMES_DIR else rel
         path = self._split_dir(episode.split) / rel
         if not path.exists():
-            raise A2RLError(f"episode {episode.id}: game file {path} is missing",
+            # A held-out path names the keyed cache folder: keep it out of the message anyway.
+            shown = str(path) if episode.split == "train" else f"{rel} (held-out cache)"
+            raise A2RLError(f"episode {episode.id}: game file {shown} is missing",
                             "run from the workspace (data/ holds the train games) or regenerate the "
                             "task data")
         return path
@@ -385,6 +446,22 @@ class ALFWorldTask(InteractiveTask):
     def finish(self, episode: Episode, env: Env, steps: list[Step]) -> tuple[float, bool]:
         won = bool(getattr(env, "won", False))
         return (1.0 if won else 0.0), won
+
+    def heldout_in_train(self) -> int:
+        """Held-out games identical to a train game (same room, placements and goal: the
+        generator's signature). Chance overlap, allowed; 0 for the official source, whose splits
+        are disjoint by construction."""
+        train = {sig for _, _, sig in self._train if sig}
+        return sum(1 for _, sig in self._heldout if sig and sig in train)
+
+    def evaluate(self, model_dir: Path, *, chat_template_from: Path | None,
+                 on_progress: Callable[[int, int], None] | None = None) -> EvalOutcome:
+        outcome = super().evaluate(model_dir, chat_template_from=chat_template_from,
+                                   on_progress=on_progress)
+        # Grader-side only (metrics never reach the agent): the chance overlap, in percent.
+        outcome.metrics["heldout_in_train"] = round(
+            100.0 * self.heldout_in_train() / max(1, len(self._heldout)), 4)
+        return outcome
 
     def fingerprint(self) -> str:
         """The base identity (params, held-out items), without `gen_workers` (it changes how fast
@@ -422,13 +499,17 @@ class ALFWorldTask(InteractiveTask):
             source = f"""generated offline by a2rl: ALFRED-format trials (a room, its receptacles,
 objects where ALFRED allows them, a goal from ALFRED's goal library) for the six task types,
 played by the real ALFWorld engine ({engine}). The {n_eval} held-out games are generated the
-same way from a seed you do not have; none of them is among your train games. Scores are not
-comparable with published ALFWorld numbers (those use the official games)"""
+same way from a seed you do not have, drawn independently of your train games (see "Train and
+held-out games" below). Scores are not comparable with published ALFWorld numbers (those use
+the official games)"""
         else:
             source = f"""the official ALFWorld game files (`alfworld-download`, played by
 {engine}); the held-out set is `{p.official_split}` ({n_eval} games), your train games come
-from `train`"""
+from `train`. `{p.official_split}` is a public split (anyone can download it, expert plans
+included): on this source the test set is public by design"""
         return self.render_template(n_train=len(train), games_dir=GAMES_DIR, source=source,
+                                    splits=GENERATED_SPLITS if p.source == "generated" else
+                                    OFFICIAL_SPLITS.format(split=p.official_split),
                                     max_steps=MAX_STEPS, rendered=rendered,
                                     max_new_tokens=g.max_new_tokens, history_window=HISTORY_WINDOW,
                                     n_eval=n_eval)
