@@ -156,7 +156,7 @@ def test_env_protocol_on_the_real_engine(task: alf.ALFWorldTask) -> None:
         old = env.step(f"put {obj} in/on {recep}")
         assert (old.observation, old.reward, old.done) == ("Nothing happens.", 0.0, False)
         assert env.step(f"put {obj} in {recep}").observation == "Nothing happens."
-        assert env.admissible_actions() == before and move in before
+        assert before is not None and env.admissible_actions() == before and move in before
         assert env.step("inventory").observation == holding
         done = env.step(move)
         assert done.observation == f"You move the {obj} to the {recep}."

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import re
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,7 +260,8 @@ def test_heldout_cache_folder_is_keyed_not_a_hash_of_the_seed(home: Path) -> Non
     is an HMAC under the grader key, so another installation key gives another name."""
     task = make(SEED_A)
     name = task._split_dir("heldout").name
-    assert name.startswith("heldout-") and hashlib.sha256(f"alfworld:{SEED_A}".encode()).hexdigest()[:16] not in name
+    plain = hashlib.sha256(f"alfworld:{SEED_A}".encode()).hexdigest()[:16]
+    assert name.startswith("heldout-") and plain not in name
     key_file = home / "secrets" / "grader-key"
     original = key_file.read_text()
     try:
@@ -272,8 +274,8 @@ def test_heldout_cache_folder_is_keyed_not_a_hash_of_the_seed(home: Path) -> Non
 
 def test_a_missing_heldout_game_is_reported_without_its_cache_path() -> None:
     task = make(SEED_B, n_heldout=1)
-    ghost = Episode(id="heldout-09999", split="heldout",
-                    payload={"game": "09999/x/trial/game.tw-pddl", "task_type": games.TASK_TYPES[0], "goal": "g"})
+    ghost = Episode(id="heldout-09999", split="heldout", payload={
+        "game": "09999/x/trial/game.tw-pddl", "task_type": games.TASK_TYPES[0], "goal": "g"})
     with pytest.raises(A2RLError) as err:
         task.game_file(ghost)
     text = str(err.value)
@@ -294,7 +296,6 @@ def test_official_train_sample_ignores_the_heldout_split(tmp_path: Path) -> None
     split's contents changes nothing the agent gets."""
     src = make(SEED_A)._split_dir("train")
     recs = [games.GameRecord.read(src / f"{i:05d}" / games.MANIFEST) for i in range(3)]
-    import shutil
 
     def build(root: Path, held: list[games.GameRecord]) -> None:
         for split, chosen in (("valid_unseen", held), ("train", recs[:2])):
