@@ -280,6 +280,13 @@ def test_a_missing_heldout_game_is_reported_without_its_cache_path() -> None:
         task.game_file(ghost)
     text = str(err.value)
     assert task._split_dir("heldout").name not in text and str(Path.home()) not in text
+    # a cache that disagrees with the stream: the error names neither the folder nor the seed
+    task.heldout_episodes()
+    root, stream = task._split_dir("heldout"), alf.heldout_stream(SEED_B)
+    with pytest.raises(ValueError) as bad:
+        games.generate_game(root, stream, 0, games.TASK_TYPES[1])
+    assert root.name not in str(bad.value) and str(stream) not in str(bad.value)
+    assert str(SEED_B) not in str(bad.value)
 
 
 def test_run_records_redact_the_heldout_seed() -> None:

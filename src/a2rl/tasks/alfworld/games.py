@@ -551,7 +551,8 @@ def generate_game(root: Path, seed: int, index: int, task_type: str) -> GameReco
     if (slot / MANIFEST).exists():
         cached = GameRecord.read(slot / MANIFEST)
         if cached.task_type != task_type:
-            raise ValueError(f"{slot} holds a {cached.task_type} game, not {task_type}")
+            # No path or seed in the message: for held-out games it would reach eval.log.
+            raise ValueError(f"cached game {index:05d} is a {cached.task_type} game, not {task_type}")
         return cached
     for attempt in range(1000):
         drawn = draw_game(seed, index, attempt, task_type)
@@ -586,7 +587,7 @@ def generate_game(root: Path, seed: int, index: int, task_type: str) -> GameReco
 
         _write_atomic_dir(slot, build)
         return GameRecord.read(slot / MANIFEST)
-    raise RuntimeError(f"could not generate a {task_type} game for seed {seed}, index {index}")
+    raise RuntimeError(f"could not generate a {task_type} game at index {index} in 1000 draws")
 
 
 def generate_split(root: Path, seed: int, n: int) -> list[GameRecord]:
