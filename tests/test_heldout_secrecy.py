@@ -105,3 +105,14 @@ def test_hidden_final_run_end_to_end_with_the_real_child(tmp_path: Path, tiny_mo
     leaks = [p for p in _files_under(run_dir) if p.is_file() and "blobs" not in p.parts
              and str(SEED).encode() in p.read_bytes()]
     assert leaks == []
+
+
+@pytest.mark.parametrize("name", ["arith", "alfworld", "deepsearchqa", "webshop"])
+def test_every_secret_marked_option_is_redacted(name: str) -> None:
+    """Redaction follows the mark on the field (`secret_field()`), not a list kept elsewhere: a
+    task whose held-out seed is marked only on its field still never shows it in a record."""
+    task = get_task(name, {"heldout_seed": 987654321})
+    assert "heldout_seed" in task.params.secret_fields()
+    shown = redacted_params(task)
+    assert str(shown["heldout_seed"]).startswith("hmac:")
+    assert "987654321" not in repr(shown)

@@ -49,8 +49,9 @@ def keyed(purpose: str, value: object) -> str:
 
 
 def secret_fields(params: Any) -> frozenset[str]:
-    fields: frozenset[str] = getattr(params, "SECRET_FIELDS", frozenset())
-    return frozenset(fields)
+    """The options marked secret on their field (`secret_field()`), whatever their names."""
+    marked = getattr(params, "secret_fields", None)
+    return frozenset(marked()) if callable(marked) else frozenset()
 
 
 def redacted_params(task: Any) -> dict[str, Any]:

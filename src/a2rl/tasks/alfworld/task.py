@@ -111,10 +111,6 @@ REPLY_FORMAT = ("Reply with exactly one line: either `think: <your reasoning>` o
 
 
 class ALFWorldParams(TaskParams):
-    SECRET_FIELDS: ClassVar[frozenset[str]] = frozenset({"heldout_seed"})
-    """What `a2rl.grader._secret.secret_fields` reads to redact options in run records (the
-    field mark `secret_field()` says the same; this keeps the redaction on while that reader
-    looks for the attribute)."""
 
     source: Literal["generated", "official"] = "generated"
     """`generated`: games generated locally (offline); `official`: alfworld-download's game files."""

@@ -57,7 +57,7 @@ from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import InteractiveTask
-from a2rl.tasks._core.task import EvalOutcome, TaskParams
+from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 from a2rl.tasks._lib.hub import hub_dataset_file
 from a2rl.tasks._lib.judge import (
     ENV_BASE_URL,
@@ -374,10 +374,10 @@ class DeepSearchQAParams(TaskParams):
     parse_retries: int = Field(default=2, ge=0)
     """Extra judge calls when a reply is not a usable JSON grade; then every item counts as
     missing (the answer is wrong)."""
-    heldout_seed: int | None = Field(default=None, json_schema_extra={"secret": True})
+    heldout_seed: int | None = secret_field()
     """Offline source: seed of the held-out world; None = this installation's secret seed (under
-    $A2RL_HOME, never mounted in the sandbox). Secret (marked on the field, and named in
-    TaskParams.SECRET_FIELDS): never written into a workspace."""
+    $A2RL_HOME, never mounted in the sandbox). Secret (marked on the field): never written
+    into a workspace or a run record."""
 
 
 @dataclass
