@@ -368,7 +368,12 @@ def test_every_task_scores_a_predictions_file(name: str, always_a_judge: Any, tm
         eval_predictions(task, _jsonl(tmp_path / "q.jsonl", [{"id": "x-404", "completion": ""}]))
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+# 512-token decodes (the task's budget; the random tiny model never stops early) take minutes.
+LONG_DECODES = {"gsm8k", "humaneval", "alpacaeval"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LONG_DECODES else n
+                                  for n in sorted(SMALL)])
 def test_every_task_evaluates_a_model(name: str, always_a_judge: Any, tiny_model: Path,
                                       tmp_path: Path) -> None:
     task = _task_or_skip(name)
