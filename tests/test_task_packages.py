@@ -35,7 +35,8 @@ def test_builtin_task_is_a_package_exporting_its_class(name: str) -> None:
 def test_task_author_api_is_exported() -> None:
     for symbol in ("Task", "StaticTextTask", "InteractiveTask", "TaskParams", "ItemVerdict",
                    "EvalOutcome", "GenerationSettings", "Episode", "Env", "StepResult",
-                   "RolloutConfig", "distinct_questions", "ProgressCounter"):
+                   "RolloutConfig", "distinct_questions", "ProgressCounter", "secret_field",
+                   "installation_seed"):
         assert symbol in tasks.__all__ and hasattr(tasks, symbol), symbol
 
 

@@ -264,20 +264,21 @@ def _read_rows(path: Path) -> list[Any]:
     return rows
 
 
-def _ledger_state(run_dir: Path) -> list[Any]:
-    """The last state of every submission, in order (the ledger is append-only)."""
-    from a2rl.grader import SubmissionRecord
-
+def _ledger_state(run_dir: Path) -> list[dict[str, Any]]:
+    """The last state of every submission, in arrival order (the ledger is append-only). Read
+    as plain JSON, for the few fields rescoring needs, so that runs recorded by older or newer
+    a2rl versions (other record fields) can be rescored too."""
     path = run_dir / "ledger.jsonl"
-    latest: dict[str, SubmissionRecord] = {}
+    latest: dict[str, dict[str, Any]] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rec = SubmissionRecord.model_validate_json(line)
-            except ValidationError:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
                 continue  # a torn line of a crash; the ledger's own reader skips it too
-            latest[rec.id] = rec
-    return sorted(latest.values(), key=lambda r: r.seq)
+            if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+                latest[rec["id"]] = rec
+    return sorted(latest.values(), key=lambda r: int(r.get("seq") or 0))
 
 
 def _rescore_eval(eval_dir: Path, run_dir: Path, stamp: str, name: str
@@ -306,16 +307,18 @@ def _rescore_eval(eval_dir: Path, run_dir: Path, stamp: str, name: str
 
 def rescore_run(run_dir: Path) -> list[RescoreRecord]:
     """Rescore the baseline and every evaluated submission of one run; append the records."""
-    from a2rl.runner import load_run
     from a2rl.tasks import task_class
 
     refuse_in_agent_sandbox("rescore")
-    run = load_run(run_dir)
-    if run.task is None:
-        raise A2RLError(f"run {run.run_id} never got as far as its task", "nothing to rescore")
-    new_version = task_class(run.task.name).version
+    run = _read_json(run_dir / "run.json")
+    info, baseline = run.get("task") or {}, run.get("baseline")
+    if not info.get("name"):
+        raise A2RLError(f"run {run.get('run_id', run_dir.name)} never got as far as its task",
+                        "nothing to rescore")
+    new_version = task_class(info["name"]).version
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base: dict[str, Any] = {"run_id": run.run_id, "old_task_version": run.task.version,
+    base: dict[str, Any] = {"run_id": str(run.get("run_id", run_dir.name)),
+                            "old_task_version": info.get("version"),
                             "new_task_version": new_version, "a2rl_version": __version__}
     records: list[RescoreRecord] = []
     done: dict[str, RescoreRecord] = {}
@@ -333,33 +336,33 @@ def rescore_run(run_dir: Path) -> list[RescoreRecord]:
         return RescoreRecord(**fields, new_score=outcome.score, new_fingerprint=task.fingerprint(),
                              new_metrics=outcome.metrics, n_items=outcome.n_items, details=details)
 
-    if run.baseline is not None:
-        if run.baseline.cached and not (run_dir / "evals" / "baseline" / "details.jsonl").exists():
+    if isinstance(baseline, dict):
+        if baseline.get("cached") and not (run_dir / "evals" / "baseline" / "details.jsonl").exists():
             records.append(RescoreRecord(
-                **base, submission_id="baseline", rescored_at=utcnow(), old_score=run.baseline.score,
-                old_fingerprint=run.baseline.task_fingerprint,
-                error="the baseline came from the cache, so this run kept no completions for it",
-                ))
+                **base, submission_id="baseline", rescored_at=utcnow(), old_score=baseline.get("score"),
+                old_fingerprint=baseline.get("task_fingerprint"),
+                error="the baseline came from the cache, so this run kept no completions for it"))
         else:
-            records.append(rescore("baseline", run.baseline.score, run.baseline.task_fingerprint))
+            records.append(rescore("baseline", baseline.get("score"), baseline.get("task_fingerprint")))
     for sub in _ledger_state(run_dir):
-        if sub.status != "scored":
+        if sub.get("status") != "scored":
             continue  # rejected, failed, baseline copies: no evaluation of their own
-        if sub.cached and sub.cached_from:
-            src = done.get(sub.cached_from)
-            rec = RescoreRecord(**base, submission_id=sub.id, rescored_at=utcnow(),
-                                old_score=sub.score, old_fingerprint=sub.task_fingerprint,
-                                cached_from=sub.cached_from,
+        sub_id, cached_from = sub["id"], sub.get("cached_from")
+        if sub.get("cached") and cached_from:
+            src = done.get(cached_from)
+            rec = RescoreRecord(**base, submission_id=sub_id, rescored_at=utcnow(),
+                                old_score=sub.get("score"), old_fingerprint=sub.get("task_fingerprint"),
+                                cached_from=cached_from,
                                 new_score=src.new_score if src else None,
                                 new_fingerprint=src.new_fingerprint if src else None,
                                 new_metrics=src.new_metrics if src else {},
                                 n_items=src.n_items if src else None,
                                 details=src.details if src else None,
                                 error=None if src and src.error is None else
-                                f"its score was reused from {sub.cached_from}, which was not rescored")
+                                f"its score was reused from {cached_from}, which was not rescored")
         else:
-            rec = rescore(sub.id, sub.score, sub.task_fingerprint)
-        done[sub.id] = rec
+            rec = rescore(sub_id, sub.get("score"), sub.get("task_fingerprint"))
+        done[sub_id] = rec
         records.append(rec)
     with (run_dir / RESCORES_FILE).open("a", encoding="utf-8") as fh:
         for rec in records:

@@ -5,8 +5,14 @@ import random
 from pathlib import Path
 from typing import Any, ClassVar
 
-from a2rl._secrets import installation_seed
-from a2rl.tasks import GenerationSettings, ItemVerdict, StaticTextTask, TaskParams, secret_field
+from a2rl.tasks import (
+    GenerationSettings,
+    ItemVerdict,
+    StaticTextTask,
+    TaskParams,
+    installation_seed,
+    secret_field,
+)
 
 TRAIN_SEED = 0
 
@@ -16,8 +22,8 @@ class ReverseParams(TaskParams):
     """Items written to data/train.jsonl."""
     n_heldout: int = 100
     """Items the grader scores."""
-    heldout_seed: int | None = secret_field()
-    """Seed of the held-out items; None = this installation's secret seed."""
+    heldout_seed: int = secret_field(default_factory=lambda: installation_seed("reverse-heldout"))
+    """Seed of the held-out items (default: this installation's secret seed)."""
 
 
 def make_items(seed: int, n: int) -> list[dict[str, Any]]:
@@ -35,13 +41,7 @@ class ReverseTask(StaticTextTask):
     params: ReverseParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=16)
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        if self.params.heldout_seed is None:  # recorded, so the grader's child uses the same one
-            self.params.heldout_seed = installation_seed("reverse-heldout-seed")
-
     def heldout_items(self) -> list[dict[str, Any]]:
-        assert self.params.heldout_seed is not None
         return make_items(self.params.heldout_seed, self.params.n_heldout)
 
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:

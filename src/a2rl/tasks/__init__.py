@@ -6,6 +6,7 @@ prompt) or `InteractiveTask` (episodes in an environment), give it `TaskParams`,
 in `BUILTIN_TASKS` (or under the `a2rl.tasks` entry-point group).
 """
 
+from a2rl._secrets import installation_seed
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core import (
@@ -52,6 +53,7 @@ __all__ = [
     "TaskSpec",
     "distinct_questions",
     "get_task",
+    "installation_seed",
     "list_tasks",
     "secret_field",
     "task_class",

@@ -22,8 +22,11 @@ RewardKind = Literal["rule", "execution", "judge", "interactive"]
 
 def secret_field(default: Any = None, **kwargs: Any) -> Any:
     """A task option that identifies the held-out set (a seed, a private file): the grader gets
-    it, the workspace never does. Declare it as `heldout_seed: int | None = secret_field()`; the
-    mark is on the field (and in the JSON schema as `"secret": true`), whatever its name."""
+    it, the workspace never does. Declare it as `heldout_seed: int | None = secret_field()` (or
+    with `default_factory=`); the mark is on the field (and in the JSON schema as
+    `"secret": true`), whatever its name."""
+    if "default_factory" in kwargs:
+        return Field(json_schema_extra={"secret": True}, **kwargs)
     return Field(default, json_schema_extra={"secret": True}, **kwargs)
 
 
