@@ -52,8 +52,9 @@ class ReverseTask(StaticTextTask):
         return ItemVerdict(score=float(answer == item["answer"]), extracted=answer)
 
     def write_train_data(self, data_dir: Path) -> list[Path]:
-        held = {item["word"] for item in self.heldout_items()}
-        rows = [r for r in make_items(TRAIN_SEED, self.params.n_train) if r["word"] not in held]
+        # Drawn without looking at the held-out items: "train minus held-out" would let an agent
+        # read the test set off the gap. The chance overlap of two random draws reveals nothing.
+        rows = make_items(TRAIN_SEED, self.params.n_train)
         data_dir.mkdir(parents=True, exist_ok=True)
         (path := data_dir / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         return [path]
