@@ -45,7 +45,9 @@ agreement with the real `check_correctness` on every other class.
 Without bwrap (or when it does not work here), `sandbox="auto"` falls back to a plain child
 process with the same launcher (rlimits, seccomp, timeout) in a fresh temp directory, logs a
 loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics). The
-judge separation then rests on the OS user only (no pid namespace between the two processes).
+judge separation then rests on the OS user only (no pid namespace between the two processes;
+the judge makes itself non-dumpable, which keeps a non-root solution out of its memory, not a
+root one).
 """
 
 from __future__ import annotations
@@ -435,7 +437,10 @@ _a2rl_candidate()
 JUDGE_LAUNCHER = _CODEC + r'''
 
 def _a2rl_judge():
-    import json, os, resource, sys
+    import ctypes, json, os, resource, sys
+    # Not dumpable: another process of the same (non-root) user cannot read this one's memory
+    # or open its /proc fds. That only matters unsandboxed, where no pid namespace hides it.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     cfg = json.loads(sys.stdin.readline())
     job = json.loads(sys.stdin.read())
     for name, soft, hard in cfg["rlimits"]:
