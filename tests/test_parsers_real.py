@@ -226,12 +226,16 @@ def test_claude_bashoutput_poll_and_killshell_end_background_shells() -> None:
 def test_claude_failed_bash_without_exit_code_prefix_is_debugged_in_the_analysis() -> None:
     """2.0.x: `is_error` alone marks the failure; the re-run of the failed script is then
     labelled debugging by the analysis."""
+    from a2rl.analysis import CommandReader
     from a2rl.analysis._phases import turn_phases
 
     events = parse("claude-code", "claude_code/v2.0_failed_bash.jsonl").events
     failed, rerun = of(events, "command")
     assert failed.exit_code == 1 and failed.extra["exit_code_source"] == "is_error"
-    labels, _ = turn_phases(events, {"code/train.py": {"SFT"}}, horizon=30.0)
+    # A script that trains nothing: re-running it after its failure is debugging (a relaunched
+    # training script would count as training time instead).
+    reader = CommandReader({"code/train.py": "import json\nprint(json.dumps({}))\n"})
+    labels, _ = turn_phases(events, reader, horizon=30.0)
     phase = {lab["turn"]: lab["phase"] for lab in labels}
     assert phase[rerun.turn] == "debugging"
 
