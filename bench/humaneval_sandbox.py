@@ -1,6 +1,7 @@
 """Benchmark: cost of the code sandbox. Runs HumanEval's 164 canonical solutions through the
-executor sandboxed (bubblewrap) and unsandboxed (same launcher: rlimits, seccomp, timeout) and
-prints both wall times and their ratio. Every program must pass in both modes.
+executor sandboxed (bubblewrap) and unsandboxed (same launchers: rlimits, seccomp, timeout; each
+program is a solution process plus its trusted judge process) and prints both wall times and
+their ratio. Every program must pass in both modes.
 
     python bench/humaneval_sandbox.py [--runs 3] [--workers N]
 """
@@ -13,11 +14,11 @@ import statistics
 import sys
 import time
 
-from a2rl.tasks._code_exec import CodeExecutor, default_workers
-from a2rl.tasks.humaneval import build_program, heldout_problems, train_problems
+from a2rl.sandbox._code_exec import CodeExecutor, TestedProgram, default_workers
+from a2rl.tasks.humaneval.task import build_job, heldout_problems, train_problems
 
 
-def timed(executor: CodeExecutor, programs: list[str], workers: int) -> float:
+def timed(executor: CodeExecutor, programs: list[TestedProgram], workers: int) -> float:
     start = time.perf_counter()
     results = executor.run_many(programs, workers=workers)
     wall = time.perf_counter() - start
@@ -35,7 +36,7 @@ def main() -> int:
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the deliberate sandbox='none' warning is noise here
     problems = train_problems() + heldout_problems()
-    programs = [build_program(p, p["canonical_solution"]) for p in problems]
+    programs = [build_job(p, p["canonical_solution"]) for p in problems]
     sandboxed = CodeExecutor(sandbox="bwrap")
     plain = CodeExecutor(sandbox="none")
     timed(sandboxed, programs[:8], args.workers)  # warm the page cache

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from a2rl import A2RLError
 from a2rl.tasks import BUILTIN_TASKS, TaskSpec
-from a2rl.tasks._judge import JudgeClient, JudgeError, JudgeSettings
-from a2rl.tasks.alpacaeval import (
+from a2rl.tasks._lib.judge import JudgeClient, JudgeError, JudgeSettings
+from a2rl.tasks.alpacaeval.task import (
     EVAL_FILE,
     EVAL_REPO,
     LC_FILE,
@@ -44,7 +44,9 @@ SECRET = "sk-test-7f3c0ffee-do-not-leak"
 MAGIC = "PINEAPPLE"
 JUDGE_MODEL = "scripted-judge"
 FAST = {"source": "offline", "judge_backoff_s": 0.001, "judge_max_backoff_s": 0.01,
-        "judge_concurrency": 4}
+        "judge_concurrency": 4, "judge_protocol": "a2rl"}
+"""These tests drive a2rl's own pairwise judge protocol (alpaca_eval's annotator protocol is
+tested against the package in test_reference_alpacaeval.py)."""
 _SECTION = re.compile(r"\[The Start of Response ([AB])\]\n(.*?)\n\[The End of Response \1\]", re.S)
 
 
@@ -253,14 +255,16 @@ def test_lc_when_its_file_is_cached(judge: ScriptedJudge, fake_hub: Path) -> Non
     without = judge_all(task, completions)
     assert without.metrics["lc_available"] == 0.0 and "lc_win_rate" not in without.metrics
     assert without.score == without.metrics["win_rate"]
-    assert summary(without)["score_metric"] == "win_rate" and LC_FILE in summary(without)["lc_note"]
+    assert summary(without)["score_metric"] == "alpaca_eval 0.6.6 win_rate (get_winrate)"
+    assert LC_FILE in summary(without)["lc_note"] and summary(without)["judge_protocol"].startswith("a2rl")
 
     _write_df_gamed(fake_hub)
     with_lc = judge_all(make_task(source="hub"), completions)
     s = summary(with_lc)
     assert with_lc.metrics["lc_available"] == 1.0 and with_lc.metrics["score_is_lc"] == 1.0
     assert with_lc.score == with_lc.metrics["lc_win_rate"] and 0.0 <= with_lc.score <= 100.0
-    assert s["score_metric"] == "length_controlled_winrate" and len(s["lc_file_sha256"]) == 64
+    assert s["score_metric"].endswith("length_controlled_winrate (glm length_controlled_v1)")
+    assert len(s["lc_file_sha256"]) == 64
     assert s["alpaca_eval_version"]
     assert with_lc.metrics["win_rate"] == without.metrics["win_rate"]
     assert with_lc.metrics["judge_calls"] == 0  # all cached from the first pass
@@ -290,13 +294,19 @@ def test_order_randomised_and_recorded(judge: ScriptedJudge) -> None:
 def test_tie_counts_half(judge: ScriptedJudge) -> None:
     task = make_task(max_heldout=4)
     items = task.heldout_items()
-    # equal to the reference -> TIE; shorter -> loss; magic word -> win; identical again -> TIE
-    completions = [items[0]["reference"], "x", MAGIC, items[3]["reference"]]
+    # same length as the reference -> TIE; shorter -> loss; magic word -> win; identical -> tie
+    # without the judge (alpaca_eval's rule for equal outputs)
+    same_length = "y" * len(items[0]["reference"])
+    completions = [same_length, "x", MAGIC, items[3]["reference"]]
     out = task.judge_completions(items, ["p"] * 4, completions)
-    assert [r["verdict"] for r in item_rows(out)][0] == "TIE"
-    assert [r["win"] for r in item_rows(out)] == [0.5, 0.0, 1.0, 0.5]
+    rows = item_rows(out)
+    assert [r["verdict"] for r in rows][0] == "TIE" and rows[3]["verdict"] == "identical"
+    assert [r["win"] for r in rows] == [0.5, 0.0, 1.0, 0.5]
+    assert [r["preference"] for r in rows] == [1.5, 1.0, 2.0, 1.5]
     assert out.metrics["win_rate"] == 50.0 and out.score == 50.0
     assert (out.metrics["n_wins"], out.metrics["n_ties"], out.metrics["n_losses"]) == (1.0, 2.0, 1.0)
+    assert out.metrics["n_identical"] == 1.0 and out.metrics["judge_calls"] == 3
+    assert not any(items[3]["reference"] in req["prompt"] for req in judge.requests)  # never judged
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
@@ -357,18 +367,33 @@ def test_unconfigured_judge_fails_before_generation(monkeypatch: pytest.MonkeyPa
     assert info.value.fix and "vllm" in info.value.fix
 
 
-def test_unparseable_replies_are_retried_then_lose(judge: ScriptedJudge) -> None:
+def test_unparseable_replies_are_retried_then_left_out(judge: ScriptedJudge) -> None:
     judge.garbage_always = True
     task = make_task(max_heldout=3, parse_retries=2)
     out = judge_all(task, [MAGIC] * 3)  # would win if the judge answered properly
     rows = item_rows(out)
-    assert [r["verdict"] for r in rows] == ["unparseable"] * 3 and all(r["win"] == 0.0 for r in rows)
+    assert [r["verdict"] for r in rows] == ["unparseable"] * 3
+    assert all(r["win"] is None and r["preference"] is None for r in rows)
     assert all(len(r["judge_replies"]) == 3 for r in rows)
     assert out.metrics["judge_unparseable"] == 3 and out.metrics["judge_calls"] == 9
-    assert out.score == 0.0
+    # no verdict at all: alpaca_eval's win rate is undefined; a2rl scores 0 and says why
+    assert out.score == 0.0 and out.metrics["n_scored"] == 0 and "score_note" in summary(out)
     judge.garbage_always = False
     again = judge_all(task, [MAGIC] * 3)  # unparseable verdicts were not cached
     assert again.metrics["judge_calls"] == 3 and again.score == 100.0
+
+
+def test_unparseable_items_are_left_out_not_lost(judge: ScriptedJudge) -> None:
+    """alpaca_eval drops items without a preference: 2 wins, 1 loss and 1 unparseable is a
+    win rate of 2/3, not 2/4."""
+    task = make_task(max_heldout=4, parse_retries=0, judge_concurrency=1)
+    items = task.heldout_items()
+    judge.garbage_next = 1  # the first request (item 0, judged first with one worker)
+    out = task.judge_completions(items, ["p"] * 4, [MAGIC, MAGIC, MAGIC, "x"])
+    rows = item_rows(out)
+    assert rows[0]["verdict"] == "unparseable" and [r["win"] for r in rows[1:]] == [1.0, 1.0, 0.0]
+    assert out.metrics["win_rate"] == pytest.approx(200 / 3) and out.metrics["n_scored"] == 3
+    assert out.metrics["judge_unparseable"] == 1
 
 
 def test_unparseable_reply_then_valid_one(judge: ScriptedJudge) -> None:
@@ -436,7 +461,9 @@ def test_description_explains_the_evaluation(tiny_model: Path, monkeypatch: pyte
     example = task.train_items()[0]["prompt"]
     assert render_chat(tokenizer, [{"role": "user", "content": example}]) in text
     assert judge_template().rstrip() in text and judge_template_sha256() in text
-    for phrase in ("Response A", "coin flip", "exactly `A`, `B` or `TIE`", "TIE = 0.5", "counts as a loss",
+    for phrase in ("Response A", "coin flip", "exactly `A`, `B` or `TIE`", "TIE = 0.5",
+                   "left out of the win rate", "exactly equal to the reference", "`get_winrate`",
+                   "a2rl's own pairwise judge", "judge_protocol=a2rl",
                    "at most 512 new tokens", "greedy", "length-controlled", "raw win rate", JUDGE_MODEL,
                    "data/train.jsonl", "20 hand-written instructions"):
         assert phrase in text, phrase
@@ -474,7 +501,7 @@ def test_full_evaluation_of_tiny_model(judge: ScriptedJudge, tiny_model: Path, t
     assert out.score == out.metrics["win_rate"] and out.metrics["judge_calls"] == 4
     assert len(judge.requests) == 4 and all(r["auth"] == f"Bearer {SECRET}" for r in judge.requests)
     details = [json.loads(line) for line in (tmp_path / "eval" / "details.jsonl").read_text().splitlines()]
-    assert details[0]["kind"] == "summary" and details[0]["score_metric"] == "win_rate"
+    assert details[0]["kind"] == "summary" and details[0]["score_metric"].endswith("win_rate (get_winrate)")
     assert "offline synthetic set" in details[0]["lc_note"]
     rows = details[1:]
     assert len(rows) == 4 and all(r["prompt"].startswith("<|im_start|>") for r in rows)
@@ -484,3 +511,21 @@ def test_full_evaluation_of_tiny_model(judge: ScriptedJudge, tiny_model: Path, t
         assert r["win"] == (1.0 if MAGIC in model_out else expect)
     for f in (tmp_path / "eval").iterdir():
         assert SECRET not in f.read_text(errors="replace"), f.name
+
+
+def test_alpaca_eval_protocol_is_the_default_and_needs_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl.tasks.alpacaeval import annotator
+
+    monkeypatch.setenv("A2RL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
+    task = AlpacaEvalTask({"source": "offline"})
+    assert task.params.judge_protocol == "alpaca_eval"
+    text = task.description(chat_preview=None)
+    assert annotator.ANNOTATOR in text and annotator.template().rstrip() in text
+    assert "log-probabilities" in text
+    # another protocol is another evaluation: its fingerprint differs
+    assert task.fingerprint() != AlpacaEvalTask({"source": "offline", "judge_protocol": "a2rl"}).fingerprint()
+    monkeypatch.setattr(annotator, "available", lambda: False)
+    with pytest.raises(A2RLError, match="alpaca_eval package") as info:
+        task.judge_settings()
+    assert info.value.fix and "judge_protocol=a2rl" in info.value.fix

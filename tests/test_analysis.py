@@ -301,8 +301,9 @@ def test_traced_run_gives_experiments_and_phases(tmp_path: Path) -> None:
     phases = {c["argv"].split()[0]: c["phase"] for c in a.commands}
     assert phases["ls"] == "exploration" and phases["curl"] == "evaluation"
     assert phases["sleep"] == "checkpoint/waiting"
-    assert [c["phase"] for c in a.commands if c["argv"].startswith("python3")] == ["SFT", "debugging"]
-    assert a.phase_seconds["SFT"] == 10.0 and a.phase_seconds["debugging"] == 88.0
+    # a relaunch after a crash trains: its hours are training time, not debugging
+    assert [c["phase"] for c in a.commands if c["argv"].startswith("python3")] == ["SFT", "SFT"]
+    assert a.phase_seconds["SFT"] == 98.0 and "debugging" not in a.phase_seconds
 
 
 def test_turn_phases_and_usage_from_the_event_log(tmp_path: Path) -> None:
@@ -335,3 +336,50 @@ def test_turn_phases_and_usage_from_the_event_log(tmp_path: Path) -> None:
     assert a.turn_phase_seconds["journal/skill"] == 1000 - 210
     assert a.usage == {"input_tokens": 1500, "output_tokens": 70, "cost_usd": 0.03}
     assert "tokens in/out 1500/70" in (run.dir / "summary.md").read_text()
+
+
+def test_parser_report_warnings_reach_analysis_json(tmp_path: Path) -> None:
+    from a2rl.analysis._analyze import parse_warnings
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    assert parse_warnings(tmp_path) == []
+    (agent / "parse_report.json").write_text(json.dumps({
+        "warnings": ["3 unreadable line(s)"], "unparsed_lines": 3,
+        "unknown_types": {"task_updated": 2}, "cli_errors": ["Loop detected"]}))
+    got = parse_warnings(tmp_path)
+    assert got[0] == "3 unreadable line(s)" and "task_updated ×2" in got[1]
+    assert got[-1] == "the CLI reported: Loop detected"
+
+
+def test_traced_config_launches_are_experiments(tmp_path: Path) -> None:
+    """Programs the exec trace saw: a LLaMA-Factory config launch, a verl module launch with
+    its torchrun worker, and polling; each training launch is one experiment."""
+    from a2rl.records import ExecEvent
+
+    run = FakeRun(tmp_path)
+    (run.ws / "code" / "lf_sft.yaml").write_text("model_name_or_path: model\nstage: sft\n"
+                                                 "finetuning_type: lora\noutput_dir: output/v1\n")
+    run.model("output/v1", "model", "h1")
+    run.submit("output/v1", "scored", 30.0, 500, "h1")
+    ws = str(run.ws)
+    events = [
+        ExecEvent(pid=1, start_s=10, end_s=400, exit_code=0, program="/venv/bin/llamafactory-cli",
+                  argv=["llamafactory-cli", "train", f"{ws}/code/lf_sft.yaml"]),
+        ExecEvent(pid=2, start_s=410, end_s=420, exit_code=0, program="/bin/sleep", argv=["sleep", "10"]),
+        ExecEvent(pid=3, start_s=450, end_s=900, exit_code=0, program="/venv/bin/torchrun",
+                  argv=["torchrun", "--nproc_per_node=2", "-m", "verl.trainer.main_ppo",
+                        "algorithm.adv_estimator=grpo", "trainer.default_local_dir=output/v2"]),
+        # the worker torchrun starts runs the same module: part of its launcher's experiment
+        ExecEvent(pid=4, start_s=451, end_s=899, exit_code=0, program="/usr/bin/python3",
+                  argv=["python3", "-m", "verl.trainer.main_ppo", "algorithm.adv_estimator=grpo"]),
+        ExecEvent(pid=5, start_s=901, end_s=902, exit_code=0, program="/bin/bash",
+                  argv=["bash", f"{ws}/timer.sh"]),
+    ]
+    (run.dir / "agent" / "exec.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    a = analyze_run(run.finish(), heldout=[])
+    assert [(e.method, e.strategy, e.framework) for e in a.experiments] == [
+        ("SFT", "PEFT", "llamafactory"), ("GRPO", "RL", "verl")]
+    assert a.experiments[0].script == "code/lf_sft.yaml"
+    assert a.phase_seconds["SFT"] == 390.0 and a.phase_seconds["RL"] == 450.0
+    assert a.phase_seconds["checkpoint/waiting"] == 11.0

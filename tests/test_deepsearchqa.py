@@ -1,8 +1,8 @@
 """deepsearchqa: the ReAct action parser, the BM25 and web search backends, the generated offline
-world (multi-hop, disjoint splits), the string fallback grader, a scripted-engine rollout that
-searches twice before answering, the LLM judge against a scripted OpenAI-compatible server on
-loopback, the hub source (offline error, cached file, seeded split), the description, and a
-real evaluation of the tiny model."""
+worlds (multi-hop; a held-out world from the secret seed), the string fallback grader, a
+scripted-engine rollout that searches twice before answering, the LLM judge against a scripted
+OpenAI-compatible server on loopback, the hub source (offline error, cached file, seeded split),
+the description, and a real evaluation of the tiny model."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from a2rl import A2RLError
 from a2rl.envs import Episode, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import cut_at_stop
-from a2rl.tasks._search import (
+from a2rl.tasks.deepsearchqa.grading import canonical_tokens, string_grade
+from a2rl.tasks.deepsearchqa.search import (
     BM25CorpusBackend,
     Document,
     SearchError,
@@ -34,7 +35,7 @@ from a2rl.tasks._search import (
     parse_corpus,
     parse_web_results,
 )
-from a2rl.tasks.deepsearchqa import (
+from a2rl.tasks.deepsearchqa.task import (
     HUB_FILE,
     HUB_REPO,
     MAX_STEPS,
@@ -47,18 +48,14 @@ from a2rl.tasks.deepsearchqa import (
     DeepSearchQATask,
     judge_template,
     load_hub_rows,
-    normalize_answer,
     parse_action,
-    parse_judge_verdict,
     render_judge_prompt,
     split_hub,
-    split_set_answer,
-    string_match,
 )
 from conftest import serve_on_loopback
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "src" / "a2rl" / "tasks" / "data" / "deepsearchqa"
+DATA = REPO / "src" / "a2rl" / "tasks" / "deepsearchqa" / "data"
 SECRET = "sk-test-dsqa-0ff1ce-do-not-leak"
 SEARCH_SECRET = "search-key-5ec2e7-do-not-leak"
 JUDGE_MODEL = "scripted-judge"
@@ -179,14 +176,15 @@ def test_web_results_shapes() -> None:
 
 # ---- a scripted OpenAI-compatible judge and a scripted search API, on loopback ----------------
 
-_GOLD = re.compile(r"\[Ground-truth answer\]\n(.*?)\n\n\[Predicted answer\]\n(.*?)\n\nReply with", re.S)
+_GOLD = re.compile(r"<answer>\n(.*?)\n</answer>.*<response>\n(.*?)\n</response>", re.S)
 
 
 @dataclass
 class Scripted:
-    """Judge rule: correct when every comma-separated gold item appears in the prediction
-    (case-insensitive). Search: a fixed result list. Either can be told to fail or (the judge)
-    to reply with prose for the next N requests."""
+    """Judge rule: each comma-separated gold item is found when it appears in the prediction
+    (case-insensitive); a prediction naming none of them is one excessive answer. The reply is
+    the starter code's JSON. Search: a fixed result list. Either can be told to fail or (the
+    judge) to reply with prose for the next N requests."""
 
     fail_next: int = 0
     fail_status: int = 500
@@ -201,7 +199,10 @@ class Scripted:
         m = _GOLD.search(prompt)
         assert m, "the judge prompt does not have the expected sections"
         gold, pred = m.group(1), m.group(2).lower()
-        return "correct" if all(g.strip().lower() in pred for g in gold.split(",")) else "incorrect"
+        found = {g.strip(): g.strip().lower() in pred for g in gold.split(",")}
+        extra = [] if any(found.values()) else [m.group(2)]
+        return json.dumps({"explanation": "scripted", "correctness_details": found,
+                           "excessive_answers": extra})
 
     def judge(self, body: dict[str, Any], auth: str | None) -> tuple[int, dict[str, Any]]:
         prompt = body["messages"][-1]["content"]
@@ -212,8 +213,7 @@ class Scripted:
                 return self.fail_status, {"error": {"message": "scripted failure"}}
             garbage = self.garbage_next > 0
             self.garbage_next -= int(garbage)
-        verdict = self.verdict(prompt).capitalize()
-        text = "I believe the prediction is correct." if garbage else f" {verdict}.\n"
+        text = "I believe the prediction is correct." if garbage else f"```json\n{self.verdict(prompt)}\n```"
         return 200, {"id": "x", "object": "chat.completion", "model": body["model"],
                      "choices": [{"index": 0, "finish_reason": "stop",
                                   "message": {"role": "assistant", "content": text}}]}
@@ -293,7 +293,7 @@ def test_search_key_is_not_a_param() -> None:
 
 
 def test_offline_data_is_generated_deterministically() -> None:
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "make_deepsearchqa_offline.py"), "--check"],
+    out = subprocess.run([sys.executable, "-m", "a2rl.tasks.deepsearchqa.make_data", "--check"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
 
@@ -304,7 +304,7 @@ def test_offline_questions_are_multi_hop() -> None:
     assert {q["answer_type"] for q in questions} == {SINGLE, SET}
 
     def has(text: str, item: str) -> bool:
-        return f" {normalize_answer(item)} " in f" {normalize_answer(text)} "
+        return f" {' '.join(canonical_tokens(item))} " in f" {' '.join(canonical_tokens(text))} "
 
     for q in questions:
         items = q["answer_items"]
@@ -328,7 +328,7 @@ def test_offline_questions_are_multi_hop() -> None:
 def test_offline_splits_are_disjoint(tmp_path: Path) -> None:
     task = offline()
     train, held = task.train_episodes(), task.heldout_episodes()
-    assert len(train) == 132 and len(held) == 60
+    assert len(train) == 192 and len(held) == 60
     assert {e.split for e in train} == {"train"} and {e.split for e in held} == {"heldout"}
     assert not {e.id for e in train} & {e.id for e in held}
     assert not {e.payload["question"] for e in train} & {e.payload["question"] for e in held}
@@ -341,32 +341,62 @@ def test_offline_splits_are_disjoint(tmp_path: Path) -> None:
     assert len(offline(max_heldout=2).heldout_episodes()) == 2
 
 
+def test_offline_heldout_world_is_secret_and_independent(a2rl_home: Path) -> None:
+    """The held-out questions come from a second world drawn from the installation's secret
+    seed: no held-out entity, answer or question is in the package (so neither reading the
+    package nor taking the complement of the train questions reveals them), another seed gives
+    another world, and the seed never appears in the params (they go into run.json)."""
+    package = "".join((DATA / n).read_text(encoding="utf-8") for n in ("corpus.jsonl", "questions.jsonl"))
+    task = offline()
+    held = task.heldout_episodes()
+    assert task.spec().params["heldout_seed"] is None
+    assert "heldout_seed" not in DeepSearchQAParams(source="offline", heldout_seed=5).public()
+    assert (a2rl_home / "secrets" / "deepsearchqa-heldout-seed").is_file()
+    for e in held:
+        assert e.payload["anchor"] not in package, e.id
+        assert not any(item in package for item in e.payload["answer_items"]), e.id
+    # every train-world question is train-visible, and none is a held-out question: the
+    # complement of the train set in the train world's question space is empty
+    shipped = {json.loads(line)["question"] for line in (DATA / "questions.jsonl").read_text().splitlines()}
+    assert len(shipped) == 192 and not shipped & {e.payload["question"] for e in held}
+    # the same installation gives the same world; another seed another one
+    assert [e.payload for e in offline().heldout_episodes()] == [e.payload for e in held]
+    other = offline(heldout_seed=12345).heldout_episodes()
+    assert {e.payload["anchor"] for e in other}.isdisjoint({e.payload["anchor"] for e in held})
+    with pytest.raises(ValueError, match="must differ"):
+        offline(heldout_seed=20251).heldout_episodes()
+    # held-out episodes are searched in the held-out world's own documents
+    env = task.make_env(held[0])
+    try:
+        observation = env.step(f"search[{held[0].payload['anchor']}]").observation
+    finally:
+        task.close()
+    assert held[0].payload["anchor"] in observation
+
+
+def test_sandbox_hooks_name_package_files() -> None:
+    masked = DeepSearchQATask.sandbox_masked_paths()
+    visible = DeepSearchQATask.sandbox_visible_paths()
+    assert [p.name for p in masked] == ["questions.jsonl"] and [p.name for p in visible] == ["corpus.jsonl"]
+    assert all(p.is_file() and p.resolve() == (DATA / p.name).resolve() for p in masked + visible)
+
+
 # ---- grading ---------------------------------------------------------------------------------
 
 
 def test_string_fallback() -> None:
-    assert string_match("Gurhe", ["Gurhe"]) and string_match("It is the town of GURHE.", ["Gurhe"])
-    assert string_match("Seluna river", ["the Seluna River"]) and string_match("Zürich", ["Zurich"])
-    assert not string_match("Gurhestead", ["Gurhe"])  # whole words only
+    def ok(pred: str, gold: list[str]) -> bool:
+        return string_grade(pred, gold).fully_correct
+
+    assert ok("Gurhe", ["Gurhe"]) and ok("It is the town of GURHE.", ["Gurhe"])
+    assert ok("Seluna river", ["the Seluna River"]) and ok("Zürich", ["Zurich"])
+    assert not ok("Gurhestead", ["Gurhe"])  # whole words only
     for empty in ("", "   ", "...", "the"):  # an empty prediction is never correct
-        assert not string_match(empty, ["Gurhe"]) and not string_match(empty, [""])
-    assert not string_match("anything", []) and not string_match("anything", ["  "])
+        assert not ok(empty, ["Gurhe"])
     items = ["Pamwei chronometer", "Nendwasta sextant", "Perfalgi compass"]
-    assert string_match("Perfalgi compass; Pamwei chronometer; Nendwasta sextant", items)
-    assert not string_match("Pamwei chronometer; Nendwasta sextant", items)  # sets need every item
-    assert not string_match(" ".join(["Gurhe"] + ["filler"] * 30), ["Gurhe"])  # answer dumping
-    assert split_set_answer("A, B, and C") == ["A", "B", "C"]
-    assert split_set_answer("Paris, France; Lyon") == ["Paris, France", "Lyon"]
-    assert split_set_answer("Only one") == ["Only one"]
-
-
-@pytest.mark.parametrize(("reply", "expected"), [
-    ("correct", "correct"), ("Correct.", "correct"), (" INCORRECT \n", "incorrect"),
-    ("**incorrect**", "incorrect"), ("The answer is correct", None), ("correct, because", None),
-    ("yes", None), ("", None), ("in correct", None),
-])
-def test_parse_judge_verdict_is_strict(reply: str, expected: str | None) -> None:
-    assert parse_judge_verdict(reply) == expected
+    assert ok("Perfalgi compass; Pamwei chronometer; Nendwasta sextant", items)
+    assert not ok("Pamwei chronometer; Nendwasta sextant", items)  # sets need every item
+    assert not ok("Gurhe, Seluna, Pamwei, Teinsona", ["Gurhe"])  # listing candidates adds extra items
 
 
 def test_judge_prompt_rendering() -> None:
@@ -375,8 +405,8 @@ def test_judge_prompt_rendering() -> None:
                                                          "predicted_answer"}
     text = render_judge_prompt(template, question="Q {gold_answer}", answer_type=SET, gold_answer="A, B",
                                predicted_answer="{question} }{")
-    assert "Q {gold_answer}" in text and "{question} }{" in text and "[Ground-truth answer]\nA, B\n" in text
-    assert "correct or incorrect" in template and "every item" in template
+    assert "Q {gold_answer}" in text and "{question} }{" in text and "<answer>\nA, B\n</answer>" in text
+    assert "correctness_details" in template and "excessive_answers" in template
 
 
 # ---- rollouts --------------------------------------------------------------------------------
@@ -508,18 +538,22 @@ def test_judge_path(scripted: Scripted, scripted_engine: dict[str, Any], tmp_pat
     assert m["grader_llm"] == 1.0 and m["accuracy"] == 100.0 and m["mean_searches"] == 2.0
     assert m["judge_calls"] == 5 and m["judge_http_retries"] == 1 and m["judge_unparseable"] == 0
     assert all(r["auth"] == f"Bearer {SECRET}" and r["model"] == JUDGE_MODEL for r in scripted.requests)
-    assert "[Answer type]\nSingle Answer\n" in scripted.requests[-1]["prompt"]
+    assert "Answer type: Single Answer\n" in scripted.requests[-1]["prompt"]
     summary, *rows = out.details
     assert summary["kind"] == "summary" and summary["grader"] == "llm"
     assert summary["judge_model"] == JUDGE_MODEL
-    assert summary["search"]["backend"] == "corpus" and summary["score_metric"] == "accuracy"
-    assert [r["verdict"] for r in rows] == ["correct"] * 3 and all(len(r["searches"]) == 2 for r in rows)
+    assert summary["search"]["backend"] == "corpus" and summary["score_metric"].startswith("fully_correct")
+    assert summary["search"]["corpus"] == "a2rl offline held-out corpus"
+    assert [r["verdict"] for r in rows] == ["fully_correct"] * 3
+    assert all(len(r["searches"]) == 2 for r in rows)
+    assert m["f1"] == m["precision"] == m["recall"] == 100.0 and m["fully_incorrect"] == 0.0
     assert SECRET not in json.dumps(out.model_dump()) and SEARCH_SECRET not in json.dumps(out.model_dump())
     # wrong answers: judged incorrect (new predictions, so not from the cache)
     scripted_engine["wrong"] = True
     bad = FounderOnly({"source": "offline", "max_heldout": 3, "search": "corpus", **FAST_JUDGE})
     out = bad.evaluate(tmp_path / "model", chat_template_from=None)
-    assert out.score == 0.0 and [r["verdict"] for r in out.details[1:]] == ["incorrect"] * 3
+    assert out.score == 0.0 and [r["verdict"] for r in out.details[1:]] == ["fully_incorrect"] * 3
+    assert out.metrics["fully_incorrect"] == 100.0 and out.metrics["f1"] == 0.0
     # the right answers again: all from the judgement cache
     scripted_engine["wrong"] = False
     again = FounderOnly({"source": "offline", "max_heldout": 3, "search": "corpus", **FAST_JUDGE})
@@ -534,7 +568,7 @@ def test_judge_string_mode_and_empty_answers(scripted: Scripted, scripted_engine
     assert out.score == 100.0 and out.metrics["grader_llm"] == 0.0 and out.metrics["judge_calls"] == 0
     assert not scripted.requests and out.details[0]["grader"] == "string"
     # an empty answer never reaches the judge and is never correct
-    from a2rl.tasks.deepsearchqa import AnswerGrader
+    from a2rl.tasks.deepsearchqa.task import AnswerGrader
 
     llm = offline(**FAST_JUDGE)
     grader = AnswerGrader("llm", settings=llm.judge_settings())
@@ -651,13 +685,14 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path, monkeypatch: py
     assert render_chat(tokenizer, [{"role": "user", "content": first}]) in text
     assert ep.payload["question"] in text
     for phrase in ("search[<query>]", "answer[<final answer>]", "\\nObservation:", "**first**", "greedily",
-                   f"at most {MAX_STEPS}", "top\n  5 results", "string match", "never correct",
-                   "100 × accuracy", "data/episodes.jsonl", "60 held-out"):
+                   f"at most {MAX_STEPS}", "top\n  5 results", "string grader", "never correct",
+                   "fully correct", "precision", "`99,354` = `99354`", "Barcelona or Madrid",
+                   "secret seed", "data/episodes.jsonl", "60 held-out"):
         assert phrase in text, phrase
     monkeypatch.setenv("A2RL_JUDGE_MODEL", JUDGE_MODEL)
     monkeypatch.setenv("A2RL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
     judged = offline().description(chat_preview=None)
-    assert judge_template().rstrip() in judged and JUDGE_MODEL in judged and "exactly `correct`" in judged
+    assert judge_template().rstrip() in judged and JUDGE_MODEL in judged and "starter code" in judged
 
 
 def test_evaluate_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -669,7 +704,8 @@ def test_evaluate_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) 
                         on_progress=lambda d, t: progress.append((d, t)))
     assert out.n_items == 2 and 0.0 <= out.score <= 100.0 and progress[-1] == (2, 2)
     for key in ("success_rate", "mean_reward", "mean_steps", "accuracy", "grader_llm", "answered_rate",
-                "mean_searches", "judge_calls"):
+                "mean_searches", "judge_calls", "fully_correct", "precision", "recall", "f1",
+                "fully_incorrect", "correct_with_extraneous"):
         assert key in out.metrics, key
     assert out.metrics["grader_llm"] == 0.0 and out.details[0]["grader"] == "string"
     assert [d["episode_id"] for d in out.details[1:]] == [e.id for e in task.heldout_episodes()]

@@ -1,4 +1,5 @@
-"""The gsm8k task: lm-eval-style extraction, the offline stand-in's splits, the hub path without a
+"""The gsm8k task: lm-eval's extraction, the opt-in numeric comparison (its fixture), the offline
+stand-in's splits, the hub path without a
 network (its failure mode, and its row format through hand-written GSM8K rows), and one real
 evaluation on the tiny model."""
 
@@ -12,14 +13,12 @@ import pytest
 
 from a2rl import A2RLError
 from a2rl.tasks import get_task
-from a2rl.tasks.gsm8k import (
+from a2rl.tasks.gsm8k.scoring import extract_flexible, extract_strict, numeric_match
+from a2rl.tasks.gsm8k.task import (
     INSTRUCTION,
     SYMBOLIC_SUFFIX,
     TRAIN_SEED,
     GSM8KTask,
-    answers_match,
-    extract_flexible,
-    extract_strict,
     hub_item,
     parse_gold,
 )
@@ -56,18 +55,22 @@ def test_fixture_is_rich_enough() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["why"][:40] for c in CASES])
-def test_extraction_fixture(case: dict[str, Any]) -> None:
+def test_numeric_metric_fixture(case: dict[str, Any]) -> None:
+    """The fixture's verdicts are those of a2rl's opt-in numeric comparison (lm-eval's own are
+    checked against the real package in test_reference_gsm8k.py)."""
     completion, gold = case["completion"], case["gold"]
-    assert answers_match(extract_strict(completion), gold) is case["strict"]
-    assert answers_match(extract_flexible(completion), gold) is case["flexible"]
-    # the task's scorer reports both and scores the chosen one
-    item = {"final": gold}
-    for scored in ("strict", "flexible"):
+    assert numeric_match(extract_strict(completion), gold) is case["strict"]
+    assert numeric_match(extract_flexible(completion), gold) is case["flexible"]
+    # the task reports both numeric verdicts, and scores one only when asked to
+    item = {"final": gold, "answer": f"Work.\n#### {gold}"}
+    for scored, key in (("numeric_strict", "strict"), ("numeric_flexible", "flexible")):
         task = GSM8KTask({"source": "offline", "heldout_seed": 1, "scored_metric": scored})
         verdict = task.score_completion(item, completion)
-        assert verdict.metrics == {"strict": float(case["strict"]),
-                                   "flexible": float(case["flexible"])}
-        assert verdict.score == float(case[scored])
+        assert verdict.metrics["numeric_strict"] == float(case["strict"])
+        assert verdict.metrics["numeric_flexible"] == float(case["flexible"])
+        assert verdict.score == float(case[key])
+        assert set(verdict.metrics) == {"lm_eval_strict_match", "lm_eval_flexible_extract",
+                                        "numeric_strict", "numeric_flexible"}
 
 
 def test_extractors_follow_lm_eval() -> None:
@@ -88,7 +91,7 @@ def test_offline_splits(a2rl_home: Path) -> None:
     assert (len(held), len(train)) == (20, 60)
     held_q, train_q = [e["question"] for e in held], [e["question"] for e in train]
     assert len(set(held_q)) == len(held_q) and len(set(train_q)) == len(train_q)
-    assert not set(held_q) & set(train_q)
+    assert task.heldout_in_train() == len(set(held_q) & set(train_q))  # independent draws
     for item in held + train:
         assert set(item) == {"id", "question", "answer", "final"}
         assert not item["question"].endswith(SYMBOLIC_SUFFIX)
@@ -111,7 +114,8 @@ def test_offline_defaults_dedup_and_secret_seed(a2rl_home: Path) -> None:
     assert len(train) == 2000 and len({e["question"] for e in train}) == 2000
     raw = task._symbolic(TRAIN_SEED, 2000, "train")
     assert len({e["question"] for e in raw}) < len(raw)  # the generator repeats: dedup matters
-    assert not {e["question"] for e in train} & {e["question"] for e in task.heldout_items()}
+    overlap = {e["question"] for e in train} & {e["question"] for e in task.heldout_items()}
+    assert task.heldout_in_train() == len(overlap) <= 5  # chance only: a large template space
     assert get_task("gsm8k", {"source": "offline"}).fingerprint() == task.fingerprint()
     fixed = get_task("gsm8k", {"source": "offline", "heldout_seed": 7})
     assert fixed.fingerprint() != task.fingerprint()
@@ -209,9 +213,12 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
     assert "<|im_start|>user" in text and INSTRUCTION in text
     assert "greedy" in text and "512" in text and "generation_config.json" in text
     assert r"#### (\-?[0-9\.\,]+)" in text and "(-?[$0-9.,]{2,})|(-?[0-9]+)" in text
-    assert "**strict**" in text
+    assert "**lm-eval 0.4.13 gsm8k (task version 3.0) exact_match, strict-match filter**" in text
+    assert "`1000.0`" in text  # the string comparison is spelled out
     flexible = get_task("gsm8k", {**SMALL, "scored_metric": "flexible"})
-    assert "**flexible**" in flexible.description(chat_preview=None)
+    assert "exact_match, flexible-extract filter**" in flexible.description(chat_preview=None)
+    numeric = get_task("gsm8k", {**SMALL, "scored_metric": "numeric_strict"})
+    assert "NOT lm-eval's exact_match" in numeric.description(chat_preview=None)
     for item in task.heldout_items():
         assert item["question"] not in text
     assert str(SMALL["heldout_seed"]) not in text
@@ -219,7 +226,7 @@ def test_description_shows_the_rendered_prompt(tiny_model: Path) -> None:
 
 def test_evaluate_on_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from a2rl.inference import GenerationSettings
-    from a2rl.tasks._task import EvalOutcome
+    from a2rl.tasks._core.task import EvalOutcome
 
     # The random model never ends its turn; a short budget keeps the test fast without changing
     # the code path (the real setting is asserted below).
@@ -231,10 +238,13 @@ def test_evaluate_on_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatc
     outcome = task.evaluate(tiny_model, chat_template_from=tiny_model,
                             on_progress=lambda done, total: progress.append((done, total)))
     assert isinstance(outcome, EvalOutcome) and outcome.n_items == 4
-    assert set(outcome.metrics) == {"strict", "flexible", "scored_metric_is_strict"}
-    assert outcome.metrics["scored_metric_is_strict"] == 1.0
-    assert outcome.score == outcome.metrics["strict"]
-    assert 0.0 <= outcome.metrics["flexible"] <= 100.0 and progress[-1] == (4, 4)
+    assert set(outcome.metrics) == {"lm_eval_strict_match", "lm_eval_flexible_extract",
+                                    "numeric_strict", "numeric_flexible", "scored_metric_index",
+                                    "heldout_in_train"}
+    assert outcome.metrics["scored_metric_index"] == 0.0  # "strict": lm-eval strict-match
+    assert outcome.score == outcome.metrics["lm_eval_strict_match"]
+    assert 0.0 <= outcome.metrics["lm_eval_flexible_extract"] <= 100.0 and progress[-1] == (4, 4)
     assert len(outcome.details) == 4
-    assert all({"strict", "flexible", "completion"} <= set(d) for d in outcome.details)
+    assert all({"lm_eval_strict_match", "lm_eval_flexible_extract", "completion"} <= set(d)
+               for d in outcome.details)
 

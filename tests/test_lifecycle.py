@@ -225,8 +225,10 @@ def test_repair_removes_a_podman_container_that_outlived_the_harness(
                        budget_s=60, sandbox="podman", eval_timeout_s=60, grace_s=1, port=0,
                        runs_dir=str(tmp_path / "runs"))
     rec = RunRecord(run_id="r1", status="running", created_at=dt.datetime.now(dt.UTC),
-                    config=config, versions={}, sandboxed=True, sandbox_container=box.name)
+                    config=config, versions={}, sandboxed=True)
     (run_dir / "run.json").write_text(rec.model_dump_json())
+    (run_dir / "sandbox.json").write_text(json.dumps({"backend": "podman",
+                                                      "container": box.name}))
     try:
         repaired, _ = repair_run(run_dir)
         assert repaired.exit_reason == "harness_died" and repaired.ended_at is not None

@@ -252,6 +252,109 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     console.print(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, {path / 'analysis.json'}")
 
 
+import_app = typer.Typer(help="Bring in a run made by another harness as an a2rl run (then "
+                         "`a2rl analyze` it).", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+def _imported(path: Path, analyze_after: bool) -> None:
+    from rich.console import Console
+
+    from a2rl.records import load_run
+
+    record = load_run(path)
+    console = Console()
+    info = record.imported
+    console.print(f"imported {record.run_id} ({info.harness if info else '?'}): "
+                  f"{len(record.submissions)} submission(s), best "
+                  f"{record.best.score if record.best else None}, agent events "
+                  f"{record.agent_events} ({info.agent_format if info else None})", highlight=False)
+    for item in info.unrecovered if info else []:
+        console.print(f"  not recovered: {item}", highlight=False)
+    console.print(f"wrote {path}")
+    if analyze_after:
+        from a2rl.analysis import analyze_run
+
+        analysis = analyze_run(path, heldout=None)
+        console.print(f"route {analysis.route}; {len(analysis.experiments)} experiment(s); "
+                      f"wrote {path / 'analysis.json'}")
+
+
+@import_app.command("posttrainbench")
+def import_posttrainbench(
+    folder: Annotated[Path, typer.Argument(help="A PostTrainBench result folder "
+                                           "(<agent>_<config>_<N>h/<task>_<model>_<cluster>).")],
+    runs_dir: RunsDir = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: from the folder names).")] = None,
+    baseline: Annotated[float | None, typer.Option(help="The base model's score (0–100); "
+                                                   "PostTrainBench keeps baselines apart.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an earlier import of the same run.")] = False,
+    analyze_after: Annotated[bool, typer.Option("--analyze/--no-analyze",
+                                                help="Run `a2rl analyze` on it.")] = True,
+) -> None:
+    """Import a PostTrainBench run (its timestamped agent trace, task/ folder and final score),
+    or every run under a results folder."""
+    from a2rl._errors import A2RLError
+    from a2rl.importers import posttrainbench
+    from a2rl.importers._common import find_runs
+
+    folders = find_runs(folder, "solve_out.txt") or [folder]
+    if len(folders) > 1 and run_id:
+        raise A2RLError(f"{folder} holds {len(folders)} runs; --run-id names one",
+                        "drop --run-id (ids come from the folder names) or pass one run's folder")
+    for one in folders:
+        path = posttrainbench.import_run(one, _runs_dir(runs_dir), run_id=run_id,
+                                         baseline=baseline, force=force)
+        _imported(path, analyze_after)
+
+
+@import_app.command("rdagent")
+def import_rdagent(
+    folder: Annotated[Path, typer.Argument(help="An AutoRL-Bench workspace "
+                                           "(workspace/<task>/<run_id>_<agent>).")],
+    runs_dir: RunsDir = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: from the folder names).")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an earlier import of the same run.")] = False,
+    analyze_after: Annotated[bool, typer.Option("--analyze/--no-analyze",
+                                                help="Run `a2rl analyze` on it.")] = True,
+) -> None:
+    """Import an RD-Agent AutoRL-Bench run (workspace, scores.json, agent stream), or every run
+    under a workspace root."""
+    from a2rl._errors import A2RLError
+    from a2rl.importers import rdagent
+    from a2rl.importers._common import find_runs
+
+    folders = find_runs(folder, "scores.json") or [folder]
+    if len(folders) > 1 and run_id:
+        raise A2RLError(f"{folder} holds {len(folders)} runs; --run-id names one",
+                        "drop --run-id (ids come from the folder names) or pass one run's folder")
+    for one in folders:
+        path = rdagent.import_run(one, _runs_dir(runs_dir), run_id=run_id, force=force)
+        _imported(path, analyze_after)
+
+
+@app.command()
+def schema(name: Annotated[str | None, typer.Argument(
+        help="Record name (run, submission, baseline, evaluation-job, analysis, iteration, "
+             "agent-event, exec-event, submit-response, status-response); none: list them.")] = None
+           ) -> None:
+    """Print the JSON schema of a persisted record (or list the records)."""
+    import json
+
+    from a2rl._errors import A2RLError
+    from a2rl.records import SCHEMAS
+
+    if name is None:
+        for key, (model, where) in SCHEMAS.items():
+            version = model.model_fields.get("version")
+            v = f" v{version.default}" if version is not None else ""
+            typer.echo(f"{key:16s} {model.__name__}{v}: {where}")
+        return
+    if name not in SCHEMAS:
+        raise A2RLError(f"unknown record {name!r}", f"choose one of: {', '.join(SCHEMAS)}")
+    typer.echo(json.dumps(SCHEMAS[name][0].model_json_schema(), indent=2))
+
+
 @app.command()
 def rollout(
     task: Annotated[str, typer.Option(help="An interactive (L3) task.")],
@@ -278,8 +381,7 @@ def rollout(
 
     from a2rl._errors import A2RLError
     from a2rl.models import check_model_dir
-    from a2rl.tasks import get_task
-    from a2rl.tasks._interactive import EPISODES_FILE, InteractiveTask
+    from a2rl.tasks import EPISODES_FILE, InteractiveTask, get_task
 
     data_dir = Path(os.environ.get("DATA_PATH", "data"))
     params = _task_params(task_opt)
@@ -313,6 +415,75 @@ def rollout(
     k = len(trajectories)
     Console().print(f"{k} episodes, success {sum(tr.success for tr in trajectories)}/{k}, mean "
                     f"reward {sum(tr.reward for tr in trajectories) / max(1, k):.3f} → {out}")
+
+
+@app.command("eval")
+def eval_cmd(
+    task: Annotated[str, typer.Option(help="Task name (a2rl tasks).")],
+    model: Annotated[str | None, typer.Option(help="Model to evaluate: embedded alias, local "
+                                              "folder or hub id.")] = None,
+    predictions: Annotated[Path | None, typer.Option(help="JSONL of completions instead: "
+                                                     '{"id": ..., "completion": ...} a line.')] = None,
+    task_opt: Annotated[list[str] | None, typer.Option(help="key=value (JSON values) for the "
+                                                       "task, e.g. max_heldout=5.")] = None,
+    chat_template_from: Annotated[str | None, typer.Option(
+        help="Render prompts with this model's chat template (the grader uses the base "
+             "model's); default: the evaluated model's own.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for eval.json and details.jsonl "
+                                             "(default $A2RL_HOME/evals/<task>/...).")] = None,
+    allow_missing: Annotated[bool, typer.Option(help="Score held-out items missing from "
+                                                "--predictions as empty completions.")] = False,
+    write_prompts: Annotated[Path | None, typer.Option(
+        help="Only write the held-out prompts (id, messages) of a static task to this JSONL.")
+    ] = None,
+) -> None:
+    """Score a model, or a file of completions, with the task's own scorer, outside any run.
+    Reads the held-out set: refused inside an agent's sandbox."""
+    from a2rl._errors import A2RLError
+    from a2rl.evaluate import eval_model, eval_predictions, refuse_in_agent_sandbox, show_eval
+    from a2rl.evaluate import write_prompts as write_prompts_fn
+    from a2rl.tasks import get_task
+
+    refuse_in_agent_sandbox("eval")
+    t = get_task(task, _task_params(task_opt))
+    if write_prompts is not None:
+        n = write_prompts_fn(t, write_prompts)
+        typer.echo(f"wrote {n} held-out prompts to {write_prompts}")
+        return
+    if (model is None) == (predictions is None):
+        raise A2RLError("give exactly one of --model and --predictions",
+                        f"a2rl eval --task {task} --model smollm2-135m, or --predictions preds.jsonl")
+    if model is not None:
+        record, folder = eval_model(t, model, chat_template_from=chat_template_from, out=out,
+                                    on_progress=_progress_line)
+    else:
+        assert predictions is not None
+        record, folder = eval_predictions(t, predictions, allow_missing=allow_missing, out=out,
+                                          on_progress=_progress_line)
+    show_eval(record, folder)
+
+
+def _progress_line(done: int, total: int) -> None:
+    sys.stderr.write(f"\r{done}/{total}" + ("\n" if done >= total else ""))
+    sys.stderr.flush()
+
+
+@app.command()
+def rescore(runs: Annotated[list[str], typer.Argument(help="Run ids or run directories.")],
+            runs_dir: RunsDir = None) -> None:
+    """Score the completions earlier runs recorded with the current scorer; the new scores are
+    appended to rescores.jsonl in each run directory, beside the old ones (the ledger is kept)."""
+    from a2rl.evaluate import refuse_in_agent_sandbox, rescore_run, show_rescore
+
+    refuse_in_agent_sandbox("rescore")
+    failed = False
+    for run in runs:
+        path = _find_run(run, runs_dir)
+        records = rescore_run(path)
+        show_rescore(path, records)
+        failed = failed or any(r.error for r in records)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command("tasks")
@@ -401,11 +572,12 @@ def main() -> None:
         app()
     except A2RLError as exc:
         from rich.console import Console
+        from rich.markup import escape
 
-        err = Console(stderr=True)
-        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        err = Console(stderr=True)  # messages may hold [brackets] (lists, actions): not markup
+        err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         if exc.fix:
-            err.print(f"[bold]fix:[/] {exc.fix}", highlight=False)
+            err.print(f"[bold]fix:[/] {escape(exc.fix)}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -99,3 +99,115 @@ for path in ("../model", "model", "output/../model", "output/base-link", "output
     status, body = call("POST", "/submit", {"model_path": path})
     ok = status == 200 and body["status"] == "rejected" and body["score"] is None
     report(f"submit {path}", not ok, body)
+
+# ---- issue 17: path escapes, hostile checkpoints, floods (every one must end `rejected`) ----
+import shutil  # noqa: E402
+import struct  # noqa: E402
+
+OUT = os.path.join(WS, "output")
+MODEL = os.path.join(WS, "model")
+
+
+def submit_expect_rejected(name, path, raw_body=None):
+    """The attack is blocked when the grader answers 200 with a `rejected` record, no score, and
+    a reply that names no host path beyond the text the agent itself sent."""
+    if raw_body is not None:
+        req = urllib.request.Request(URL + "/submit", method="POST", data=raw_body,
+                                     headers={"Authorization": "Bearer " + TOKEN})
+        try:
+            with urllib.request.urlopen(req, timeout=600) as r:
+                status, body = r.status, json.load(r)
+        except urllib.error.HTTPError as exc:
+            status, body = exc.code, exc.read().decode(errors="replace")
+    else:
+        status, body = call("POST", "/submit", {"model_path": path})
+    text = json.dumps(body).replace(json.dumps(path)[1:-1] if isinstance(path, str) else "", "")
+    host_path = RUN_DIR.rsplit("/", 1)[0] in text.replace(WS, "")
+    ok = (status == 422 and raw_body is not None) or (
+        status == 200 and isinstance(body, dict) and body.get("status") == "rejected"
+        and body.get("score") is None)
+    report(name, not ok or host_path, (status, body))
+
+
+def fresh_copy(name):
+    dst = os.path.join(OUT, name)
+    shutil.copytree(MODEL, dst)
+    os.chmod(dst, 0o755)
+    for f in os.listdir(dst):
+        os.chmod(os.path.join(dst, f), 0o644)
+    return dst
+
+
+# output/ itself replaced by a symlink: to the host root, to the run dir, to another run.
+os.rename(OUT, OUT + ".real")
+for target in ("/", RUN_DIR, os.path.dirname(RUN_DIR), "/proc/self/root" + WS):
+    os.symlink(target, OUT)
+    for sub in ("etc", "workspace/model", "adversary-run/workspace/output", "model"):
+        submit_expect_rejected(f"submit through symlinked output/ -> {target} ({sub})",
+                               "output/" + sub)
+    os.unlink(OUT)
+os.rename(OUT + ".real", OUT)
+
+# absolute, /proc and .. paths, odd strings
+for path in ("/proc/self/root" + MODEL, "/proc/self/cwd/model", "/proc/1/root/etc",
+             "/proc/self/fd/0", OUT + "/../model", WS + "/output/../../ledger.jsonl",
+             "output/" + "a" * 5000, "output/%2e%2e/model", "~/output", "output/\u202emodel"):
+    submit_expect_rejected(f"submit {path[:60]}", path)
+submit_expect_rejected("submit a lone surrogate", None,
+                       raw_body=b'{"model_path": "output/\\ud800"}')
+submit_expect_rejected("submit a NUL byte", None, raw_body=b'{"model_path": "output/\\u0000x"}')
+
+# symlinks inside an otherwise real model folder, fifos, a device link
+d = fresh_copy("one-link")
+os.unlink(os.path.join(d, "config.json"))
+os.symlink(os.path.join(RUN_DIR, "run.json"), os.path.join(d, "config.json"))
+submit_expect_rejected("submit a model whose config.json links to run.json", "output/one-link")
+d = fresh_copy("zero-link")
+os.symlink("/dev/zero", os.path.join(d, "extra.safetensors"))
+submit_expect_rejected("submit a model with a /dev/zero link", "output/zero-link")
+d = fresh_copy("fifo")
+os.mkfifo(os.path.join(d, "generation_config.json.tmp"))
+submit_expect_rejected("submit a model with a fifo", "output/fifo")
+
+# huge and hostile safetensors headers, parsed nowhere near the grader's request thread
+d = fresh_copy("huge-header")
+n = 80 << 20
+with open(os.path.join(d, "model.safetensors"), "wb") as fh:
+    fh.write(struct.pack("<Q", n) + b"{" + b" " * (n - 2) + b"}")
+submit_expect_rejected("submit an 80 MB safetensors header", "output/huge-header")
+shutil.rmtree(d)
+
+# malformed config.json variants: each is rejected and grading goes on
+for i, blob in enumerate([b"[" * 100000 + b"]" * 100000, b"\xff\xfe", b"[1, 2]", b"null",
+                          b'{"model_type": "[/x]"', b"{}"]):
+    d = fresh_copy(f"cfg{i}")
+    with open(os.path.join(d, "config.json"), "wb") as fh:
+        fh.write(blob)
+    submit_expect_rejected(f"submit malformed config.json #{i}", f"output/cfg{i}")
+
+# the hidden-final endpoint cannot designate anything unscored (or anything, in a plain run)
+status, body = call("POST", "/final", {"model_path": "output/cfg0"})
+report("designate an unscored model as final", status == 200, (status, body))
+
+# a flood of submissions: every one ends in a record, the grader keeps answering
+# (that a flood does not slow later requests is checked without a clock, in
+# tests/test_adversarial_grader.py: a request parses no ledger line it did not write)
+codes = []
+for i in range(150):
+    status, body = call("POST", "/submit", {"model_path": f"../flood{i}"})
+    codes.append(status if status != 200 else body.get("status"))
+report("flood: every request recorded as rejected", set(codes) != {"rejected"}, set(codes))
+status, body = call("GET", "/submissions")
+stuck = [s for s in body if s["status"] == "pending"] if isinstance(body, list) else body
+report("flood: nothing left pending", bool(stuck), len(body) if isinstance(body, list) else body)
+
+def names_host_path(entry):
+    """A host path in a listed record other than inside the text the agent itself sent."""
+    sent = json.dumps(entry.get("model_path", ""))[1:-1]
+    text = json.dumps(entry).replace(sent, "") if sent else json.dumps(entry)
+    return RUN_DIR.rsplit("/", 1)[0] in text.replace(json.dumps(WS)[1:-1], "")
+
+
+report("flood: replies name no host path",
+       not isinstance(body, list) or any(names_host_path(e) for e in body),
+       [e for e in body if names_host_path(e)][:2] if isinstance(body, list) else body)

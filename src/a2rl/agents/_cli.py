@@ -33,8 +33,8 @@ from typing import ClassVar, Literal
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl.agents._agent import Agent, AgentContext
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import read_transcript
+from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
+from a2rl.agents._stream import PARSE_REPORT, finish_report, jsonl_line, read_transcript
 
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""
@@ -207,6 +207,13 @@ class CLIAgent(Agent):
     def parse_events(self, lines: Iterable[tuple[float, str]]) -> list[AgentEvent]:
         """Native transcript → normalised events; `lines` are (seconds since start, line)."""
 
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        """The events plus a report on what could not be read (launchers whose parser counts
+        unreadable lines override this; the default only counts the events)."""
+        lines = list(lines)
+        return finish_report(ParseReport(parser=self.name, lines=len(lines)),
+                             self.parse_events(lines))
+
     # ---- shared ----------------------------------------------------------------------------
     def driver(self, ctx: AgentContext) -> str:
         return ctx.driver or self.default_driver
@@ -283,12 +290,12 @@ class CLIAgent(Agent):
                                    else "")
 
     def write_events(self, agent_dir: Path) -> int:
-        """Parse agent/transcript.log into agent/events.jsonl; returns the number of events."""
-        lines = list(read_transcript(agent_dir))
-        events = self.parse_events(lines)
-        (agent_dir / "events.jsonl").write_text("".join(e.model_dump_json() + "\n"
-                                                        for e in events))
-        return len(events)
+        """Parse agent/transcript.log into agent/events.jsonl (and what could not be read into
+        agent/parse_report.json); returns the number of events."""
+        parsed = self.parse_transcript(list(read_transcript(agent_dir)))
+        (agent_dir / "events.jsonl").write_text("".join(jsonl_line(e) for e in parsed.events))
+        (agent_dir / PARSE_REPORT).write_text(parsed.report.model_dump_json(indent=2) + "\n")
+        return len(parsed.events)
 
 
 def _workspace_facts(ctx: AgentContext) -> str:

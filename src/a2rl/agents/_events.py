@@ -15,6 +15,8 @@ class AgentEvent(BaseModel):
     """One line of agent/events.jsonl."""
 
     kind: EventKind
+    """What happened: a model turn, a tool call, a shell command, a file edit, token usage,
+    or a message (model text, or an error the CLI reported: extra["error"] = "1")."""
     turn: int
     """Index of the model turn the event belongs to (0-based)."""
     t_s: float
@@ -26,11 +28,61 @@ class AgentEvent(BaseModel):
     command: str | None = None
     """Shell command line (command)."""
     exit_code: int | None = None
+    """For commands: the exit status (None while unknown, e.g. still running or killed)."""
     path: str | None = None
     """File written or edited (file_edit), relative to the workspace."""
     text: str | None = None
     """Short text (message): what the model said, truncated; secrets scrubbed by the launcher."""
     input_tokens: int | None = None
+    """For usage: prompt tokens (cached ones included). May be negative on a correction event
+    that brings a round's stream total down to the CLI's own total."""
     output_tokens: int | None = None
+    """For usage: completion tokens (reasoning included)."""
     cost_usd: float | None = None
+    """For usage: the CLI's cost estimate in USD, when it reports one."""
     extra: dict[str, str] = Field(default_factory=dict)
+    """Launcher-specific details (status, error type, cache split, …)."""
+
+
+class ParseReport(BaseModel):
+    """What a transcript parser could and could not read (`agent/parse_report.json`): a
+    parser never fails silently; lines it cannot read are counted here, with a few samples."""
+
+    version: int = 1
+    """Format version of this record."""
+    parser: str = ""
+    """The launcher whose parser read the transcript (claude-code, codex, …)."""
+    lines: int = 0
+    """Physical lines in the transcript."""
+    json_objects: int = 0
+    """JSON objects read (one per line, or spread over several lines when pretty-printed)."""
+    multiline_objects: int = 0
+    """Of `json_objects`, those pretty-printed over several lines (OpenHands `--JSON Event--`)."""
+    timestamp_prefixed: int = 0
+    """Lines that carried a `[ISO-time] ` prefix (PostTrainBench's transcripts), stripped."""
+    harness_lines: int = 0
+    """a2rl's own lines in the transcript (`{"a2rl_session": …}`: round starts), not the CLI's."""
+    text_lines: int = 0
+    """Plain non-JSON lines (the CLI's own log and warnings on stderr): expected, not errors."""
+    unparsed_lines: int = 0
+    """Lines that looked like JSON (start with `{`) but could not be decoded."""
+    unparsed_samples: list[str] = Field(default_factory=list)
+    """The first few unreadable lines (truncated), to see what went wrong."""
+    unknown_types: dict[str, int] = Field(default_factory=dict)
+    """JSON events of a type the parser does not know → how many (skipped)."""
+    events: int = 0
+    """AgentEvents written to agent/events.jsonl."""
+    cli_errors: list[str] = Field(default_factory=list)
+    """Errors the CLI itself reported in its stream (loop detected, turn limit, API errors)."""
+    warnings: list[str] = Field(default_factory=list)
+    """Human-readable problems of this parse (unreadable lines, nothing recognised, usage
+    corrections): analysis.json shows them."""
+
+
+class ParseResult(BaseModel):
+    """A parser's output: the normalised events and the report on what it read."""
+
+    events: list[AgentEvent]
+    """The normalised events, in transcript order."""
+    report: ParseReport
+    """What could and could not be read."""

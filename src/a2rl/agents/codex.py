@@ -47,8 +47,8 @@ from typing import Any, ClassVar
 
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import EventCollector, json_lines, relative_path
+from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._stream import EventCollector, as_int, relative_path
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call",
@@ -136,17 +136,60 @@ class CodexAgent(CLIAgent):
         each `usage` event carries the difference from the previous total of that thread; it
         covers every model response of the round. Codex reports no cost.
         """
+        return self.parse_transcript(lines).events
+
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        """`parse_events` plus the report. Also read: the early 0.4x item shape (`item_type`
+        instead of `type`, `assistant_message`) and the pre-0.44 `{"id", "msg": {…}}` event
+        stream (task_started, agent_message, exec_command_begin/end, patch_apply_begin/end,
+        token_count with the session's cumulative total); and a session file as Codex keeps it
+        (~/.codex/sessions/…/rollout-*.jsonl: `{"timestamp", "type": "response_item" |
+        "event_msg" | …, "payload"}`), whose tool calls and outputs are response items (the
+        exit code from the output's metadata or its "Process exited with code N" line) and
+        whose usage is the cumulative token_count; any of them with `[ISO-time] ` prefixes."""
         parser = _StreamParser()
         last = 0.0
-        for t, obj in json_lines(lines):
-            parser.feed(t, obj)
+        for t, obj in parser.read(lines):
+            if "type" not in obj and "msg" not in obj and _LEGACY_HEADER & obj.keys():
+                continue  # pre-0.44: the config summary and the prompt, printed first
+            if obj.get("type") in _ROLLOUT and isinstance(obj.get("payload"), dict):
+                t = parser.reader.event_time(t, obj.get("timestamp"))
+                parser.rollout(t, str(obj["type"]), obj["payload"])
+            elif isinstance(obj.get("msg"), dict):
+                parser.legacy(t, obj["msg"])
+            else:
+                parser.feed(t, obj)
             last = t
         parser.flush(last)
-        return parser.events
+        return parser.result()
+
+
+_LEGACY_IGNORED = {"exec_command_output_delta", "agent_message_delta", "agent_reasoning_delta",
+                   "agent_reasoning_raw_content", "agent_reasoning_raw_content_delta",
+                   "agent_reasoning_section_break", "background_event", "session_configured",
+                   "turn_diff", "plan_update", "mcp_list_tools_response", "get_history_entry_response",
+                   "user_message", "turn_aborted", "shutdown_complete", "web_search_begin",
+                   "web_search_end", "exec_approval_request", "apply_patch_approval_request",
+                   "patch_apply_output_delta", "mcp_startup_update", "mcp_startup_complete"}
+"""Pre-0.44 events that carry nothing the event log needs (deltas, notices)."""
+_ROLLOUT = {"session_meta", "turn_context", "event_msg", "response_item", "compacted"}
+"""Line types of a Codex session file (rollout-*.jsonl)."""
+_ROLLOUT_EVENTS = {"token_count", "error", "stream_error", "task_started", "task_complete"}
+"""The session file's event_msg payloads read (the rest repeat its response items)."""
+_SHELL_CALLS = {"shell", "container.exec", "exec_command", "shell_command", "local_shell",
+                "bash"}
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$",
+                         re.M)
+_PROCESS_EXIT = re.compile(r"^(?:Process exited with code|Exit code:?) (-?\d+)", re.M)
+_LEGACY_HEADER = {"prompt", "model", "provider", "sandbox", "workdir", "approval"}
+_KNOWN = {"thread.started", "turn.started", "turn.completed", "turn.failed", "error",
+          "item.started", "item.updated", "item.completed"}
 
 
 class _StreamParser(EventCollector):
     """State of one transcript's parse (see `CodexAgent.parse_events`)."""
+
+    parser = "codex"
 
     def __init__(self) -> None:
         super().__init__()
@@ -158,6 +201,10 @@ class _StreamParser(EventCollector):
         self.started: dict[str, tuple[float, int, dict[str, Any]]] = {}
         """Tool items started and not completed: (start time, turn, item)."""
         self.flushed: set[str] = set()
+        self.cwd: str | None = None
+        """The session's working directory (a session file's session_meta)."""
+        self.legacy_calls: dict[str, tuple[float, int, dict[str, Any]]] = {}
+        """Pre-0.44: exec/patch calls begun and not ended (start time, turn, begin event)."""
 
     def model_output(self, t: float) -> None:
         """Something the model produced: opens a new turn unless one is open."""
@@ -172,6 +219,7 @@ class _StreamParser(EventCollector):
             self.tool(item, begin, None, turn)
             self.flushed.add(item_id)
         self.started.clear()
+        self.flush_legacy(t)
 
     def feed(self, t: float, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
@@ -190,14 +238,20 @@ class _StreamParser(EventCollector):
                 self.flush(t)
             error = obj.get("error") if kind == "turn.failed" else obj
             message = error.get("message", "") if isinstance(error, dict) else ""
-            self.add("message", t, text=str(message)[:500], extra={"type": str(kind)})
+            self.error(t, str(message), str(kind))
         elif kind in ("item.started", "item.completed"):
             item = obj.get("item")
             if isinstance(item, dict):
+                if "type" not in item and "item_type" in item:  # the 0.4x shape
+                    item = {**item, "type": item["item_type"]}
+                if item.get("type") == "assistant_message":
+                    item = {**item, "type": "agent_message"}
                 self.item(t, item, done=kind == "item.completed")
+        elif kind not in _KNOWN:
+            self.reader.unknown(kind)
 
     def usage(self, t: float, usage: dict[str, Any]) -> None:
-        now = tuple(int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens",
+        now = tuple(as_int(usage.get(k)) for k in ("input_tokens", "output_tokens",
                                                      "cached_input_tokens",
                                                      "reasoning_output_tokens"))
         before = self.totals.get(self.thread, (0, 0, 0, 0))
@@ -257,3 +311,172 @@ class _StreamParser(EventCollector):
                     self.add("file_edit", end or begin, turn,
                              path=relative_path(str(change.get("path", "")), by_marker=True),
                              extra={"change": str(change.get("kind", ""))})
+
+    # ---- the pre-0.44 stream: {"id": <submission>, "msg": {"type": …}} ---------------------
+    def legacy(self, t: float, msg: dict[str, Any]) -> None:
+        kind = str(msg.get("type"))
+        if kind == "task_started":
+            self.in_response = False
+        elif kind in ("agent_message", "agent_reasoning"):
+            if self.tool_started:
+                self.in_response = False
+            self.model_output(t)
+            if kind == "agent_message":
+                self.add("message", t, text=str(msg.get("message", ""))[:500])
+        elif kind in ("exec_command_begin", "patch_apply_begin", "mcp_tool_call_begin"):
+            self.model_output(t)
+            self.tool_started = True
+            self.legacy_calls[str(msg.get("call_id", ""))] = (t, self.turn, msg)
+        elif kind in ("exec_command_end", "patch_apply_end", "mcp_tool_call_end"):
+            self.in_response = False
+            begin_t, turn, begin = self.legacy_calls.pop(str(msg.get("call_id", "")),
+                                                        (t, max(self.turn, 0), msg))
+            self.legacy_tool(begin, msg, begin_t, t, turn)
+        elif kind == "token_count":
+            # info: the session's cumulative total (null on rate-limit-only updates); the
+            # oldest streams put the counts on the event itself
+            info = msg.get("info")
+            total = info.get("total_token_usage") if isinstance(info, dict) else \
+                msg if "input_tokens" in msg else None
+            if isinstance(total, dict):
+                self.usage(t, total)
+        elif kind in ("error", "stream_error"):
+            self.error(t, str(msg.get("message", "")), f"msg:{kind}")
+        elif kind == "task_complete":
+            self.flush_legacy(t)
+            self.in_response = False
+        elif kind not in _LEGACY_IGNORED:
+            self.reader.unknown(f"msg:{kind}")
+
+    def flush_legacy(self, t: float) -> None:
+        """The round ended: calls begun and never ended are reported without an end."""
+        for begin_t, turn, begin in self.legacy_calls.values():
+            if str(begin.get("type")).startswith("rollout:"):
+                self.rollout_tool(begin, None, begin_t, None, turn)
+            else:
+                self.legacy_tool(begin, None, begin_t, None, turn)
+        self.legacy_calls.clear()
+
+    def legacy_tool(self, begin: dict[str, Any], end: dict[str, Any] | None, begin_t: float,
+                    end_t: float | None, turn: int) -> None:
+        kind = str(begin.get("type"))
+        if kind.startswith("exec_command"):
+            argv = begin.get("command")
+            command = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv or "")
+            code = (end or {}).get("exit_code")
+            self.add("tool_call", begin_t, turn, name="command_execution")
+            self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
+                     exit_code=code if isinstance(code, int) and end is not None else None,
+                     extra={"status": "running" if end is None else
+                            "completed" if code == 0 else "failed"})
+        elif kind.startswith("patch_apply"):
+            self.add("tool_call", begin_t, turn, name="file_change")
+            changes = begin.get("changes")
+            if end is not None and end.get("success") is False:
+                return  # the patch did not apply: nothing written
+            for path, change in (changes.items() if isinstance(changes, dict) else []):
+                what = next(iter(change), "") if isinstance(change, dict) else ""
+                self.add("file_edit", end_t or begin_t, turn,
+                         path=relative_path(str(path), by_marker=True), extra={"change": what})
+        else:
+            inv: dict[str, Any] = begin["invocation"] if isinstance(begin.get("invocation"),
+                                                                   dict) else {}
+            self.add("tool_call", begin_t, turn,
+                     name=f"mcp:{inv.get('server', '')}/{inv.get('tool', '')}")
+
+    # ---- a Codex session file (rollout-*.jsonl) ---------------------------------------------
+    def rollout(self, t: float, kind: str, payload: dict[str, Any]) -> None:
+        ptype = str(payload.get("type"))
+        if kind == "session_meta":
+            self.cwd = str(payload.get("cwd") or "") or None
+        elif kind == "event_msg":
+            if ptype in _ROLLOUT_EVENTS:
+                self.legacy(t, payload)
+            elif ptype == "turn_aborted":
+                self.flush_legacy(t)
+        elif kind == "response_item":
+            if ptype == "message" and payload.get("role") == "assistant":
+                self.legacy(t, {"type": "agent_message", "message": _content_text(payload)})
+            elif ptype == "message":  # the prompt (or instructions): a new round of turns
+                self.in_response = False
+            elif ptype == "reasoning":
+                self.legacy(t, {"type": "agent_reasoning"})
+            elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+                self.model_output(t)
+                self.tool_started = True
+                self.legacy_calls[str(payload.get("call_id", ""))] = (
+                    t, self.turn, {**payload, "type": "rollout:" + ptype})
+            elif ptype.endswith("_output"):
+                self.in_response = False
+                call = str(payload.get("call_id", ""))
+                if call in self.legacy_calls:
+                    begin_t, turn, begin = self.legacy_calls.pop(call)
+                    self.rollout_tool(begin, payload, begin_t, t, turn)
+            elif ptype == "web_search_call":
+                self.model_output(t)
+                self.add("tool_call", t, name="web_search")
+                self.in_response = False
+
+    def rollout_tool(self, call: dict[str, Any], out: dict[str, Any] | None, begin_t: float,
+                     end_t: float | None, turn: int) -> None:
+        """tool_call (+ command or file_edit) events of a session file's call and output."""
+        name = str(call.get("name") or "local_shell")
+        raw = call.get("arguments")
+        try:
+            args: Any = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            args = {}
+        args = args if isinstance(args, dict) else {}
+        action: dict[str, Any] = call["action"] if isinstance(call.get("action"), dict) else {}
+        argv = args.get("command") or args.get("cmd") or action.get("command") or ""
+        command = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv)
+        text, code = _output_of(out)
+        patch = call.get("input") if name == "apply_patch" else None
+        if patch is None and name == "apply_patch":
+            patch = args.get("input")
+        if patch is None and isinstance(argv, list) and argv[:1] == ["apply_patch"]:
+            patch = argv[1] if len(argv) > 1 else ""
+        if isinstance(patch, str):
+            self.add("tool_call", begin_t, turn, name="file_change")
+            applied = code == 0 if code is not None else "Success" in text
+            for match in _PATCH_FILE.finditer(patch) if out is not None and applied else []:
+                path = (match.group(1) or match.group(2)).strip()
+                self.add("file_edit", end_t or begin_t, turn,
+                         path=relative_path(path, [self.cwd], by_marker=True))
+        elif name in _SHELL_CALLS:
+            self.add("tool_call", begin_t, turn, name="command_execution")
+            self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
+                     exit_code=code,
+                     extra={"status": "running" if out is None else
+                            "completed" if code == 0 else "failed"})
+        else:
+            self.add("tool_call", begin_t, turn, name=name)
+
+
+def _content_text(payload: dict[str, Any]) -> str:
+    content = payload.get("content")
+    if isinstance(content, list):
+        return "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return str(content or "")
+
+
+def _output_of(out: dict[str, Any] | None) -> tuple[str, int | None]:
+    """(text, exit code) of a session file's tool output: a JSON string {"output",
+    "metadata": {"exit_code"}} (the shell tool), or text with a "Process exited with code N"
+    line (exec_command), or plain text (no code)."""
+    if out is None:
+        return "", None
+    raw = out.get("output")
+    if isinstance(raw, dict):  # some versions store the structured output itself
+        raw = json.dumps(raw)
+    text = str(raw or "")
+    try:
+        parsed = json.loads(text) if text.lstrip().startswith("{") else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        meta = parsed.get("metadata")
+        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        return str(parsed.get("output", "")), code if isinstance(code, int) else None
+    match = _PROCESS_EXIT.search(text)
+    return text, int(match.group(1)) if match else None

@@ -46,7 +46,11 @@ from zero), so each `result` gives one `usage` event with its summed `input_toke
 Turns: a model response starts at the first assistant text or `tool_use` after the prompt
 or after tool results (parallel calls of one response share the turn). A shell command's exit
 code is known only when it printed nothing ("Command exited with code: N"); otherwise it is
-left unknown, since the stream shows the output, not the code.
+left unknown, since the stream shows the output, not the code. `error` events (loop detected,
+maximum session turns exceeded, API errors) and a `result` with status error become message
+events marked extra["error"] = "1" and the report's cli_errors. A write_file/replace call
+whose result is an error wrote nothing and is not a file edit. Every line may carry a
+`[ISO-time] ` prefix; without arrival times the events' own `timestamp` gives the time.
 """
 
 from __future__ import annotations
@@ -58,8 +62,8 @@ from typing import Any
 
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import EventCollector, as_int, json_lines, relative_path
+from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._stream import EventCollector, as_int, relative_path
 
 SHELL_TOOL = "run_shell_command"
 EDIT_TOOLS = ("write_file", "replace")
@@ -73,6 +77,8 @@ SIDE_ALIASES = ("classifier", "prompt-completion", "fast-ack-helper", "edit-corr
                 "chat-compression-default", "agent-history-provider-summarizer")
 """The CLI's model-config aliases of its side calls (settings reference, modelConfigs)."""
 _EXIT = re.compile(r"^Command exited with code: (-?\d+)\s*$")
+_EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+"""Older CLIs return the shell tool's whole report (Command:, Output:, Exit Code: …)."""
 _CWD = re.compile(r"Working directory: `([^`]+)`")
 
 
@@ -127,22 +133,29 @@ class GeminiAgent(CLIAgent):
         return {".gemini/settings.json": json.dumps(settings, indent=2) + "\n"}
 
     def parse_events(self, lines: Iterable[tuple[float, str]]) -> list[AgentEvent]:
+        return self.parse_transcript(lines).events
+
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
         return _Parser().run(lines)
 
 
 class _Parser(EventCollector):
     """State of one pass over the transcript (see the module docstring for the rules)."""
 
+    parser = "gemini"
+
     def __init__(self) -> None:
         super().__init__()
         self.in_turn = False
         self.text: AgentEvent | None = None
         self.commands: dict[str, AgentEvent] = {}
+        self.edits: dict[str, AgentEvent] = {}
         self.cwd: str | None = None
 
-    def run(self, lines: Iterable[tuple[float, str]]) -> list[AgentEvent]:
-        for t, obj in json_lines(lines):
+    def run(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        for t, obj in self.read(lines):
             kind = obj.get("type")
+            t = self.reader.event_time(t, obj.get("timestamp"))
             if kind == "init":
                 self.in_turn = False
             elif kind == "message" and obj.get("role") == "user":
@@ -156,8 +169,15 @@ class _Parser(EventCollector):
             elif kind == "tool_result":
                 self.tool_result(t, obj)
             elif kind == "result":
-                self.result(t, obj)
-        return self.events
+                self.on_result(t, obj)
+            elif kind == "error":
+                # "Loop detected, stopping execution", "Maximum session turns exceeded", API
+                # errors: the reason a round ended early.
+                self.error(t, str(obj.get("message") or ""),
+                           f"error:{obj.get('severity') or 'error'}")
+            else:
+                self.reader.unknown(kind)
+        return self.result()
 
     def start_turn(self, t: float) -> None:
         if not self.in_turn:
@@ -187,22 +207,32 @@ class _Parser(EventCollector):
                 ev.extra["background"] = "true"
             self.commands[str(obj.get("tool_id"))] = ev
         elif name in EDIT_TOOLS and isinstance(args.get("file_path"), str):
-            self.add("file_edit", t, name=name, path=relative_path(args["file_path"], [self.cwd]))
+            self.edits[str(obj.get("tool_id"))] = self.add(
+                "file_edit", t, name=name, path=relative_path(args["file_path"], [self.cwd]))
 
     def tool_result(self, t: float, obj: dict[str, Any]) -> None:
         self.in_turn = False
+        edit = self.edits.pop(str(obj.get("tool_id")), None)
+        if edit is not None and obj.get("status") == "error":  # the tool refused: no write
+            self.events.remove(edit)
         ev = self.commands.pop(str(obj.get("tool_id")), None)
         if ev is None:
             return
         ev.end_s = t
-        match = _EXIT.match(str(obj.get("output") or ""))
+        output = str(obj.get("output") or "")
+        match = _EXIT.match(output) or _EXIT_LINE.search(output)
         if match:
             ev.exit_code = int(match.group(1))
         if obj.get("status") == "error":
             ev.extra["error"] = str((obj.get("error") or {}).get("type", "error"))
 
-    def result(self, t: float, obj: dict[str, Any]) -> None:
+    def on_result(self, t: float, obj: dict[str, Any]) -> None:
         self.in_turn = False
+        error = obj.get("error")
+        if obj.get("status") == "error" or isinstance(error, dict):
+            err = error if isinstance(error, dict) else {}
+            self.error(t, str(err.get("message") or ""),
+                       f"result:{err.get('type') or obj.get('status') or 'error'}")
         stats = obj.get("stats") or {}
         models: dict[str, Any] = stats["models"] if isinstance(stats.get("models"), dict) \
             else {}

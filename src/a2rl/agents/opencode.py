@@ -67,8 +67,8 @@ from typing import Any, ClassVar
 from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import as_int, json_lines, relative_path
+from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
+from a2rl.agents._stream import TranscriptReader, as_int, finish_report, relative_path
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -196,6 +196,10 @@ class OpenCodeAgent(CLIAgent):
     def parse_events(self, lines: Iterable[tuple[float, str]]) -> list[AgentEvent]:
         return parse_stream(lines, self.workspace_root)
 
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        report = ParseReport(parser=self.name)
+        return finish_report(report, parse_stream(lines, self.workspace_root, report))
+
 
 def _edited_paths(tool: str, state: dict[str, Any]) -> list[str]:
     inp = state.get("input") or {}
@@ -210,18 +214,29 @@ def _edited_paths(tool: str, state: dict[str, Any]) -> list[str]:
     return []
 
 
-def parse_stream(lines: Iterable[tuple[float, str]],
-                 workspace: Path | None = None) -> list[AgentEvent]:
+_KNOWN = {"step_start", "text", "tool_use", "step_finish", "error", "reasoning"}
+
+
+def parse_stream(lines: Iterable[tuple[float, str]], workspace: Path | None = None,
+                 report: ParseReport | None = None) -> list[AgentEvent]:
     """opencode's `--format json` stream (all CLI rounds of the transcript) → AgentEvents.
-    One turn per step (step_start … step_finish = one model response)."""
+    One turn per step (step_start … step_finish = one model response). Lines may carry a
+    `[ISO-time] ` prefix; what cannot be read is counted in `report`, and `error` events are
+    message events marked extra["error"] = "1" (and the report's cli_errors)."""
+    reader = TranscriptReader(lines, report or ParseReport(parser="opencode"))
     roots = []
     if workspace is not None:
         roots = list(dict.fromkeys([str(workspace).rstrip("/"),
                                     str(workspace.resolve()).rstrip("/")]))
     events: list[AgentEvent] = []
     turn = -1
-    for t, obj in json_lines(lines):
+    for t, obj in reader.objects():
         kind = obj.get("type")
+        if kind not in _KNOWN:
+            reader.unknown(kind)
+            continue
+        if isinstance(obj.get("timestamp"), (int, float)) and not reader.stamped:
+            t = reader.time_of(t, float(obj["timestamp"]) / 1000)  # epoch ms, without times
         part: dict[str, Any] = obj["part"] if isinstance(obj.get("part"), dict) else {}
         if kind == "step_start":
             turn += 1
@@ -253,6 +268,7 @@ def parse_stream(lines: Iterable[tuple[float, str]],
             data = err.get("data") if isinstance(err, dict) else None
             msg = (data or {}).get("message") if isinstance(data, dict) else None
             text = str(msg or (err.get("name") if isinstance(err, dict) else err))
+            reader.cli_error(text)
             events.append(AgentEvent(kind="message", turn=max(turn, 0), t_s=t,
                                      text=("error: " + text)[:500], extra={"error": "1"}))
     return events

@@ -62,8 +62,8 @@ from typing import Any, ClassVar
 from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage, install_dir
-from a2rl.agents._events import AgentEvent
-from a2rl.agents._stream import EventCollector, json_lines, relative_path
+from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._stream import EventCollector, relative_path
 
 PYTHON_VERSION = "3.12"
 """The Python minor version the pinned CLI requires."""
@@ -72,6 +72,13 @@ PLACEHOLDER_KEY = "unused"
 _PROVIDER_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
                   "gemini": "GEMINI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}
 _FILE_WRITES = ("create", "str_replace", "insert", "undo_edit")
+_SHELL_TOOLS = ("terminal", "execute_bash", "bash")
+_EDIT_TOOLS = ("file_editor", "str_replace_editor")
+_QUIET_KINDS = {"SystemPromptEvent", "ConversationStateUpdateEvent", "PauseEvent",
+                "Condensation", "CondensationRequest", "CondensationSummaryEvent",
+                "StreamingDeltaEvent", "TokenEvent", "LLMCompletionLogEvent", "InterruptEvent",
+                "UserRejectObservation", "ConversationStatsEvent", "HookExecutionEvent"}
+"""Event kinds with nothing for the event log (not counted as unknown)."""
 
 
 def venv_base_prefix(venv: Path) -> Path | None:
@@ -151,10 +158,21 @@ class OpenHandsAgent(CLIAgent):
         Usage: one `usage` event per model response from the wrapper's lines (prompt and
         completion tokens as litellm reports them; cost_usd when litellm priced it, >0).
         """
+        return self.parse_transcript(lines).events
+
+    def parse_transcript(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
+        """`parse_events` plus the report. Read in both forms the CLI has printed: one JSON
+        object per line (1.16) and, in 1.8–1.15, a `--JSON Event--` line followed by the
+        event pretty-printed over many lines; either with `[ISO-time] ` prefixes (without
+        arrival times the events' own `timestamp` gives the time). Older tool names
+        (`execute_bash`, `str_replace_editor`) and observations whose exit code sits in
+        `metadata` are read too; exit code -1 (the SDK's "no output for a while, command goes
+        on") is no exit code. A file_editor write whose observation is an error wrote nothing
+        and is not a file edit."""
         parser = _StreamParser()
-        for t, obj in json_lines(lines):
-            parser.feed(t, obj)
-        return parser.events
+        for t, obj in parser.read(lines):
+            parser.feed(parser.reader.event_time(t, obj.get("timestamp")), obj)
+        return parser.result()
 
 
 def _text(content: Any) -> str:
@@ -170,8 +188,11 @@ def _text(content: Any) -> str:
 class _StreamParser(EventCollector):
     """State of one transcript's parse (see `OpenHandsAgent.parse_events`)."""
 
+    parser = "openhands"
+
     def __init__(self) -> None:
         super().__init__()
+        self.edits: dict[str, AgentEvent] = {}
         self.response: str | None = None
         self.turn_of: dict[str, int] = {}
         self.commands: dict[str, AgentEvent] = {}
@@ -195,6 +216,10 @@ class _StreamParser(EventCollector):
             self.usage(t, obj[USAGE_KEY])
             return
         kind, source = obj.get("kind"), obj.get("source")
+        if kind is None:  # dumps without the discriminator: tell the event by its fields
+            kind = ("ActionEvent" if "action" in obj and "tool_call_id" in obj else
+                    "ObservationEvent" if "observation" in obj else
+                    "MessageEvent" if "llm_message" in obj else None)
         if kind == "ActionEvent":
             self.action(t, obj)
         elif kind == "ObservationEvent":
@@ -206,7 +231,14 @@ class _StreamParser(EventCollector):
                 self.add("message", t, text=text[:500])
         elif isinstance(kind, str) and kind.endswith("ErrorEvent"):
             error = obj.get("error") or obj.get("detail") or obj.get("code") or ""
-            self.add("message", t, text=str(error)[:500], extra={"type": kind})
+            self.error(t, str(error), kind)
+            edit = self.edits.pop(str(obj.get("tool_call_id") or ""), None)
+            if edit is not None:  # the call was refused (bad arguments): nothing written
+                self.events.remove(edit)
+        elif kind == "MessageEvent" or kind in _QUIET_KINDS:
+            return
+        else:
+            self.reader.unknown(kind if kind else "<no kind>")
 
     def action(self, t: float, obj: dict[str, Any]) -> None:
         self.model_output(t, obj.get("llm_response_id"))
@@ -218,12 +250,13 @@ class _StreamParser(EventCollector):
         action = obj.get("action") or {}
         if not isinstance(action, dict):
             return
-        if action.get("kind") == "TerminalAction" or name in ("terminal", "execute_bash"):
+        if action.get("kind") in ("TerminalAction", "ExecuteBashAction") or name in _SHELL_TOOLS:
             event = self.add("command", t, command=str(action.get("command", "")))
             self.commands[str(obj.get("tool_call_id", ""))] = event
-        elif name == "file_editor" and action.get("command") in _FILE_WRITES:
-            self.add("file_edit", t, path=self.relative(str(action.get("path", ""))),
-                     extra={"change": str(action.get("command"))})
+        elif name in _EDIT_TOOLS and action.get("command") in _FILE_WRITES:
+            self.edits[str(obj.get("tool_call_id", ""))] = self.add(
+                "file_edit", t, path=self.relative(str(action.get("path", ""))),
+                extra={"change": str(action.get("command"))})
         elif name == "finish" and action.get("message"):
             self.add("message", t, text=str(action["message"])[:500])
 
@@ -234,12 +267,19 @@ class _StreamParser(EventCollector):
         meta = obs.get("metadata") or {}
         if isinstance(meta, dict) and meta.get("working_dir") and self.workdir is None:
             self.workdir = str(meta["working_dir"])
-        event = self.commands.pop(str(obj.get("tool_call_id", "")), None)
+        call_id = str(obj.get("tool_call_id", ""))
+        edit = self.edits.pop(call_id, None)
+        if edit is not None and (obs.get("is_error") is True or obs.get("error")):
+            self.events.remove(edit)  # e.g. str_replace found no match: nothing written
+        event = self.commands.pop(call_id, None)
         if event is not None:
             code = obs.get("exit_code")
-            event.exit_code = code if isinstance(code, int) else None
+            if not isinstance(code, int) and isinstance(meta, dict):
+                code = meta.get("exit_code")
+            # -1: the SDK stopped waiting (no new output), the command goes on unfinished
+            event.exit_code = code if isinstance(code, int) and code != -1 else None
             event.end_s = t
-            if obs.get("timeout"):
+            if obs.get("timeout") or code == -1:
                 event.extra["timeout"] = "true"
 
     def usage(self, t: float, usage: dict[str, Any]) -> None:

@@ -1,7 +1,11 @@
-"""Per-run analysis computed by the harness: summaries, routes, failures, metrics, audit."""
+"""Per-run analysis computed by the harness: summaries, routes, failures, metrics, audit.
+
+What a run trained is read from what it launched (`_launch`: command lines; `_detect`:
+scripts; `_configs`: config-driven frameworks); the vocabulary of methods is in `_methods`."""
 
 from a2rl.analysis._analyze import IterationBuilder, LiveSummary, analyze_run, render_markdown
 from a2rl.analysis._audit import contamination
+from a2rl.analysis._launch import CommandReader
 from a2rl.analysis._records import (
     Experiment,
     Finding,
@@ -9,8 +13,8 @@ from a2rl.analysis._records import (
     ProcessMetrics,
     RunAnalysis,
 )
-from a2rl.analysis._routes import analyse_script, route_of, training_kind
+from a2rl.analysis._routes import Detection, analyse_script, route_of, training_kind
 
-__all__ = ["Experiment", "Finding", "IterationBuilder", "IterationSummary", "LiveSummary",
-           "ProcessMetrics", "RunAnalysis", "analyse_script", "analyze_run", "contamination",
-           "render_markdown", "route_of", "training_kind"]
+__all__ = ["CommandReader", "Detection", "Experiment", "Finding", "IterationBuilder",
+           "IterationSummary", "LiveSummary", "ProcessMetrics", "RunAnalysis", "analyse_script",
+           "analyze_run", "contamination", "render_markdown", "route_of", "training_kind"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import re
 import threading
@@ -13,30 +14,35 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._util import atomic_write_text
-from a2rl.agents import AgentEvent
 from a2rl.analysis._audit import audit, data_files
-from a2rl.analysis._phases import phase_times, script_of, turn_phases
-from a2rl.analysis._records import (
+from a2rl.analysis._data import data_source
+from a2rl.analysis._detect import Detection
+from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
+from a2rl.analysis._methods import primary_method, route_of, training_kind
+from a2rl.analysis._phases import phase_times, turn_phases
+from a2rl.recording import (
+    ArtifactEntry,
+    diff_stat,
+    parse_exec_log,
+    read_artifacts,
+    read_snapshots,
+    snapshot_files,
+)
+from a2rl.records import (
+    AgentEvent,
+    ExecEvent,
     Experiment,
     FailureType,
     Finding,
     IterationSummary,
     ProcessMetrics,
     RunAnalysis,
+    RunRecord,
+    SubmissionRecord,
+    current_submissions,
+    load_run,
+    read_jsonl,
 )
-from a2rl.analysis._routes import ScriptMethods, analyse_script, route_of, training_kind
-from a2rl.grader import Ledger, SubmissionRecord
-from a2rl.recording import (
-    ArtifactEntry,
-    ExecEvent,
-    diff_stat,
-    parse_exec_log,
-    read_artifacts,
-    read_exec_events,
-    read_snapshots,
-    snapshot_files,
-)
-from a2rl.runner import RunRecord, load_run
 
 _RUN_SCRIPT = re.compile(r"(?:python[\d.]*|accelerate launch|torchrun|deepspeed)\s+(?:-\S+\s+)*"
                          r"(\S+\.py)")
@@ -46,15 +52,69 @@ _CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs",
                 "lora_alpha": "lora_alpha", "num_generations": "num_generations", "beta": "beta",
                 "max_train": "data_size", "max_length": "max_length"}
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
-_OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o")
+_OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o",
+              "--save_path", "--save-path", "--out_dir", "--out-dir")
+_INIT_FLAGS = ("--init", "--model", "--model_path", "--model-path", "--model_name_or_path",
+               "--base", "--base_model", "--pretrain", "--init_from", "--resume_from_checkpoint",
+               "--checkpoint", "--ckpt")
 
 
 def read_agent_events(run_dir: Path) -> list[AgentEvent] | None:
     path = run_dir / "agent" / "events.jsonl"
     if not path.exists():
         return None
-    return [AgentEvent.model_validate_json(line) for line in path.read_text().splitlines()
-            if line.strip()]
+    return read_jsonl(path, AgentEvent)
+
+
+def read_exec_events(run_dir: Path) -> list[ExecEvent] | None:
+    """agent/exec.jsonl (None when the run was not traced)."""
+    path = run_dir / "agent" / "exec.jsonl"
+    return read_jsonl(path, ExecEvent) if path.exists() else None
+
+
+def parse_warnings(run_dir: Path) -> list[str]:
+    """The transcript parser's own account of what it could not read (agent/parse_report.json,
+    written by the launchers' parsers), as lines for analysis.json."""
+    path = run_dir / "agent" / "parse_report.json"
+    if not path.exists():
+        return []
+    try:
+        report = json.loads(path.read_text())
+    except ValueError:
+        return [f"{path} is not JSON: the parser's report is unreadable"]
+    if not isinstance(report, dict):
+        return []
+    out = [str(w) for w in report.get("warnings") or [] if w]
+    unparsed = report.get("unparsed_lines")
+    if isinstance(unparsed, int) and unparsed and not any("unread" in w for w in out):
+        out.append(f"{unparsed} transcript line(s) looked like JSON but could not be read")
+    unknown = report.get("unknown_types")
+    if isinstance(unknown, dict) and unknown:
+        out.append("event types the parser does not know (skipped): " + ", ".join(
+            f"{k} ×{v}" for k, v in sorted(unknown.items())))
+    out += [f"the CLI reported: {e}" for e in report.get("cli_errors") or []]
+    return out
+
+
+def workspace_files(workspace: Path, *, max_bytes: int = 1 << 20) -> dict[str, str]:
+    """Text files of a workspace that can say what ran (code, shell scripts, configs), for
+    runs without code snapshots (imported runs)."""
+    out: dict[str, str] = {}
+    if not workspace.is_dir():
+        return out
+    for path in sorted(workspace.rglob("*")):
+        rel = path.relative_to(workspace).as_posix()
+        if not path.is_file() or path.is_symlink() or any(
+                part.startswith(".") or part in ("__pycache__", "node_modules", "wandb")
+                for part in rel.split("/")):
+            continue
+        if path.suffix not in (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg", ".md",
+                               ".txt", ".jsonl", ".ipynb"):
+            continue
+        if path.stat().st_size > max_bytes or path.suffix == ".jsonl":
+            continue
+        out[rel] = path.read_text(errors="replace")
+    return out
 
 
 def hms(seconds: float | None) -> str:
@@ -65,42 +125,68 @@ def hms(seconds: float | None) -> str:
 
 
 def executed_scripts(transcript: str, files: dict[str, str]) -> set[str]:
-    """Scripts in the snapshot that the transcript shows being run."""
+    """Scripts in the snapshot that the transcript shows being run (plain-text transcripts)."""
     ran = {Path(m).name for m in _RUN_SCRIPT.findall(transcript)}
     return {p for p in files if p.endswith(".py") and Path(p).name in ran}
 
 
-def script_path(arg: str, files: dict[str, str], workspace: Path) -> str | None:
-    """Map a script argument from the trace to a path in the snapshot."""
-    p = Path(arg)
-    if p.is_absolute():
-        try:
-            arg = str(p.relative_to(workspace.resolve()))
-        except ValueError:
-            try:
-                arg = str(p.relative_to(workspace))
-            except ValueError:
-                return None
-    arg = arg.removeprefix("./")
-    if arg in files:
-        return arg
-    matches = [f for f in files if Path(f).name == Path(arg).name and f.endswith(arg)]
-    return matches[0] if len(matches) == 1 else None
+def _command_files(argv: list[str], reader: CommandReader) -> list[str]:
+    """Files of the snapshot one simple command ran (its script or config)."""
+    target = launched_file(argv)
+    path = reader.find(target) if target else None
+    return [path] if path else []
 
 
-def traced_scripts(events: list[ExecEvent], files: dict[str, str], workspace: Path,
-                   until: float | None) -> set[str]:
-    ran: set[str] = set()
-    for ev in events:
-        if until is not None and ev.start_s > until:
-            continue
-        arg = script_of(ev)
-        if arg and (path := script_path(arg, files, workspace)):
-            ran.add(path)
-    return ran
+def _flag_values(rel: list[str], flags: tuple[str, ...]) -> list[str]:
+    return [rel[i + 1].rstrip("/") for i, a in enumerate(rel[:-1]) if a in flags] + \
+        [a.split("=", 1)[1].rstrip("/") for a in rel if "=" in a and a.split("=", 1)[0] in flags]
 
 
-def training_excerpt(path: str, source: str, found: ScriptMethods, *, before: int = 3,
+def _experiment(found: Detection, *, start: float, end: float | None, exit_code: int | None,
+                argv: list[str], command: str, source: str, workspace: Path,
+                artifacts: list[ArtifactEntry], reader: CommandReader,
+                earlier: list[Experiment] | None = None,
+                launched: list[str] | None = None) -> Experiment:
+    """An experiment from one launched training command (output folder and parent from the
+    command's arguments, the artifact index and the outputs of earlier experiments)."""
+    by_path = {a.path: a for a in artifacts}
+    ws = str(workspace.resolve())
+    rel = [a.replace(ws + "/", "").removeprefix("./") for a in argv[1:]]
+    flagged = [rel[i + 1] for i, a in enumerate(rel[:-1]) if a in _OUT_FLAGS] + \
+        [a.split("=", 1)[1] for a in rel if a.split("=", 1)[0] in _OUT_FLAGS and "=" in a]
+    # The output folder: named by an --out-style flag, else a model folder on the command line
+    # that first appeared after the command started.
+    out_dir = next((a.rstrip("/") for a in flagged if a.rstrip("/") in by_path), None) or next(
+        (a for a in rel if a in by_path and by_path[a].elapsed_s >= start), None) or next(
+        iter(flagged), None)
+    parent = by_path[out_dir].parent if out_dir and out_dir in by_path else None
+    inputs = [a for a in rel if a.endswith((".jsonl", ".csv", ".parquet", ".txt"))
+              or a.startswith("data")]
+    produced = {e.path for e in earlier or [] if e.path}
+    model_args = [a for a in rel if a == "model" or a.endswith("/model") or a in by_path
+                  or a.rstrip("/") in produced]
+    init = parent or next((a for a in _flag_values(rel, _INIT_FLAGS) if a != out_dir), None) or \
+        next((a for a in model_args if a != out_dir), None)
+    # A stage starts from an in-run checkpoint: one the artifact index saw or an earlier
+    # experiment wrote.
+    stage = "from checkpoint" if init and (init in by_path or init.rstrip("/") in produced) \
+        else "from base"
+    files = _command_files(argv, reader)
+    data = _data_kind(inputs)
+    if data == "unknown" and files:
+        # What the script itself reads, and whether another script of the run wrote it by
+        # sampling a model.
+        data = data_source(files[0], reader.files, launched or [])
+    return Experiment(
+        path=out_dir, elapsed_s=start, parent=init, strategy=training_kind(found.methods),
+        data_source=data, stage=stage, command=command[:1000], exit_code=exit_code,
+        duration_s=round(end - start, 2) if end is not None else None,
+        method=primary_method(found.methods), framework=found.framework,
+        script=files[0] if files else launched_file(argv),
+        evidence=[w for key, whys in found.evidence.items() for w in whys][:12], source=source)
+
+
+def training_excerpt(path: str, source: str, found: Detection, *, before: int = 3,
                      after: int = 14) -> str:
     """The lines around the first training-method evidence (trainer/config construction)."""
     lines = source.splitlines()
@@ -164,6 +250,8 @@ def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: b
              best_before: float | None, had_valid_before: bool) -> tuple[FailureType | None, str | None]:
     if rec.status == "baseline_copy":
         return None, None
+    if rec.valid and rec.improvement is None:
+        return None, None  # no baseline (an imported run without one): improvement unknown
     improving = rec.valid and rec.score is not None and rec.improvement is not None \
         and rec.improvement > 0 and (best_before is None or rec.score >= best_before)
     if improving:
@@ -211,40 +299,48 @@ def _data_kind(paths: list[str]) -> str:
         "self-generated" if own else "unknown"
 
 
-def _traced_experiments(labelled: list[tuple[ExecEvent, str]], files: dict[str, str],
+def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandReader,
                         workspace: Path, artifacts: list[ArtifactEntry]) -> list[Experiment]:
-    """One experiment per program that ran a training script (one that updates parameters),
-    successful or not: a crashed run is still an attempt."""
-    by_path = {a.path: a for a in artifacts}
+    """One experiment per program that launched training (one that updates parameters),
+    successful or not: a crashed run is still an attempt. Worker processes a launcher starts
+    (torchrun, accelerate, deepspeed children running the same file) belong to their launcher."""
     out: list[Experiment] = []
-    ws = str(workspace.resolve())
-    for ev, _phase in labelled:
-        arg = script_of(ev)
-        path = script_path(arg, files, workspace) if arg else None
-        if path is None:
+    running: list[tuple[str, float]] = []  # (file, end) of accepted launches
+    launched = sorted({f for ev, _ in labelled for f in _command_files(ev.argv, reader)})
+    for ev, phase in labelled:
+        if phase not in ("SFT", "RL"):
             continue
-        found = analyse_script(path, files[path])
-        if not found.trains:
+        found = reader.analyse_argv(ev.argv)
+        if found is None or not found.trains:
             continue
-        methods = found.methods
-        rel = [a.replace(ws + "/", "").removeprefix("./") for a in ev.argv[1:]]
-        flagged = [rel[i + 1] for i, a in enumerate(rel[:-1]) if a in _OUT_FLAGS] + \
-            [a.split("=", 1)[1] for a in rel if a.split("=", 1)[0] in _OUT_FLAGS and "=" in a]
-        # The output folder: named by an --out-style flag, else a model folder on the command
-        # line that first appeared after the command started.
-        out_dir = next((a.rstrip("/") for a in flagged if a.rstrip("/") in by_path), None) or next(
-            (a for a in rel if a in by_path and by_path[a].elapsed_s >= ev.start_s), None)
-        parent = by_path[out_dir].parent if out_dir else None
-        inputs = [a for a in rel if a.endswith((".jsonl", ".json", ".csv", ".parquet", ".txt"))
-                  or a.startswith("data")]
-        model_args = [a for a in rel if a == "model" or a.endswith("/model") or a in by_path]
-        init = parent or next((a for a in model_args if a != out_dir), None)
-        stage = "from checkpoint" if init and init in by_path else "from base"
-        out.append(Experiment(
-            path=out_dir, elapsed_s=ev.start_s, parent=init, strategy=training_kind(methods),
-            data_source=_data_kind(inputs), stage=stage, command=" ".join(ev.argv)[:1000],
-            exit_code=ev.exit_code,
-            duration_s=round(ev.end_s - ev.start_s, 2) if ev.end_s is not None else None))
+        key = launched_file(ev.argv) or " ".join(ev.argv)
+        if any(k == key and ev.start_s <= end for k, end in running):
+            continue
+        running.append((key, ev.end_s if ev.end_s is not None else float("inf")))
+        out.append(_experiment(found, start=ev.start_s, end=ev.end_s, exit_code=ev.exit_code,
+                               argv=ev.argv, command=" ".join(ev.argv), source="exec",
+                               workspace=workspace, artifacts=artifacts, reader=reader,
+                               earlier=out, launched=launched))
+    return out
+
+
+def _transcript_experiments(events: list[AgentEvent], reader: CommandReader, workspace: Path,
+                            artifacts: list[ArtifactEntry]) -> list[Experiment]:
+    """One experiment per command of the agent's event log that launched training."""
+    out: list[Experiment] = []
+    launched = sorted({f for ev in events if ev.kind == "command" and ev.command
+                       for argv in simple_commands(ev.command) for f in _command_files(argv, reader)})
+    for ev in events:
+        if ev.kind != "command" or not ev.command:
+            continue
+        for argv in simple_commands(ev.command):
+            found = reader.analyse_argv(argv)
+            if found is None or not found.trains:
+                continue
+            out.append(_experiment(found, start=ev.t_s, end=ev.end_s, exit_code=ev.exit_code,
+                                   argv=argv, command=ev.command, source="transcript",
+                                   workspace=workspace, artifacts=artifacts, reader=reader,
+                                   earlier=out, launched=launched))
     return out
 
 
@@ -271,8 +367,23 @@ class IterationBuilder:
         self.prev_elapsed = 0.0
         self.methods_by_path: dict[str, set[str]] = {}
         self.data_by_path: dict[str, str] = {}
-        self._analysed: dict[tuple[str, str], ScriptMethods] = {}
+        self._analysed: dict[tuple[str, str], Detection] = {}
         self._prev_commit: str | None = None
+        self._agent_events: list[AgentEvent] | None = None
+        self._fallback: dict[str, str] | None = None
+
+    @property
+    def fallback_files(self) -> dict[str, str]:
+        """For runs without code snapshots: the workspace as it is now (read once, on demand)."""
+        if self._fallback is None:
+            self._fallback = {} if read_snapshots(self.run_dir) else \
+                workspace_files(self.run_dir / "workspace")
+        return self._fallback
+
+    def agent_events(self) -> list[AgentEvent] | None:
+        if self._agent_events is None:
+            self._agent_events = read_agent_events(self.run_dir)
+        return self._agent_events
 
     def transcript(self) -> str:
         path = self.run_dir / "agent" / "transcript.log"
@@ -283,29 +394,47 @@ class IterationBuilder:
         events = read_exec_events(self.run_dir)
         raw = self.run_dir / "agent" / "exec.log"
         if events is None and self.exec_t0 is not None and raw.exists():
-            events = parse_exec_log(raw.read_text(errors="replace"), self.exec_t0)
+            events = [ExecEvent.model_validate(e, from_attributes=True)
+                      for e in parse_exec_log(raw.read_text(errors="replace"), self.exec_t0)]
         return events
 
     def methods_in(self, files: dict[str, str], until: float | None = None
                    ) -> tuple[set[str], bool, list[str]]:
+        """Methods of everything launched up to `until`: from the exec trace, else from the
+        agent's event log, else from script names in a plain transcript."""
+        reader = CommandReader(files)
+        launches: list[list[str]] = []
         events = self.exec_events()
+        agent_events = self.agent_events() if events is None else None
         if events is not None:
-            ran = traced_scripts(events, files, self.run_dir / "workspace", until)
+            launches = [ev.argv for ev in events if until is None or ev.start_s <= until]
+        elif agent_events is not None:
+            launches = [argv for ev in agent_events if ev.kind == "command" and ev.command
+                        and (until is None or ev.t_s <= until) for argv in simple_commands(ev.command)]
         else:
-            ran = executed_scripts(self.transcript(), files)
+            launches = [["python", p] for p in sorted(executed_scripts(self.transcript(), files))]
         methods: set[str] = set()
         trained = False
-        for path in sorted(ran):
-            key = (path, files[path])
-            if key not in self._analysed:
-                self._analysed[key] = analyse_script(path, files[path])
-            methods |= self._analysed[key].methods
-            trained |= self._analysed[key].trains
+        ran: set[str] = set()
+        seen: set[tuple[str, ...]] = set()
+        for argv in launches:
+            if tuple(argv) in seen:
+                continue
+            seen.add(tuple(argv))
+            found = reader.analyse_argv(argv)
+            if found is None:
+                continue
+            for path in _command_files(argv, reader):
+                ran.add(path)
+                self._analysed.setdefault((path, files[path]), found)
+            if found.trains or found.methods - {"PEFT"}:
+                methods |= found.methods
+            trained |= found.trains
         return methods, trained, sorted(ran)
 
     def add(self, rec: SubmissionRecord) -> IterationSummary:
         snap = next((s for s in read_snapshots(self.run_dir) if s.tag == rec.id), None)
-        files = snapshot_files(self.run_dir, snap.commit) if snap else {}
+        files = snapshot_files(self.run_dir, snap.commit) if snap else self.fallback_files
         methods, trained, ran = self.methods_in(files, until=rec.elapsed_s)
         rel_model = rec.model_path
         if rec.resolved_path:
@@ -321,7 +450,7 @@ class IterationBuilder:
             config.update({k: v for k, v in _ast_config(files[path]).items() if k not in config})
         config.update(_args_config(files, rel_model))
         route: str = route_of(methods, trained=trained, copy=rec.status == "baseline_copy") \
-            if snap else "unknown (no snapshot)"
+            if snap or files else "unknown (no snapshot)"
         failure, evidence = _failure(rec, level=self.level, methods=methods, trained=trained,
                                      best_before=self.best, had_valid_before=self.had_valid)
         elapsed = rec.elapsed_s
@@ -331,8 +460,13 @@ class IterationBuilder:
         excerpt = None
         for path in ran:
             found = self._analysed.get((path, files[path]))
-            if found and found.trains:
+            if found and found.trains and path.endswith(".py"):
                 excerpt = training_excerpt(path, files[path], found)
+                break
+            if found and found.trains and path.endswith((".yaml", ".yml", ".json", ".sh")):
+                # A config- or script-driven launch: its first lines say what it trains.
+                head = files[path].splitlines()[:20]
+                excerpt = f"# {path}, lines 1-{len(head)}\n" + "\n".join(head)
                 break
         item = IterationSummary(
             index=rec.seq, submission_id=rec.id, elapsed_marker=hms(elapsed), elapsed_s=elapsed,
@@ -352,7 +486,7 @@ class IterationBuilder:
 def _submissions(run_dir: Path, run: RunRecord) -> list[SubmissionRecord]:
     """The ledger is the source of truth; run.json's copy is used when the ledger is gone."""
     ledger = run_dir / "ledger.jsonl"
-    return Ledger(ledger).records() if ledger.exists() else list(run.submissions)
+    return current_submissions(ledger) if ledger.exists() else list(run.submissions)
 
 
 def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
@@ -376,19 +510,21 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
     snapshots = {s.tag: s for s in read_snapshots(run_dir)}
     artifacts = read_artifacts(run_dir)
     notes: list[str] = []
-    if not snapshots:
+    if not snapshots and not builder.fallback_files:
         notes.append("no code snapshots were recorded; methods and routes are unknown")
+    elif not snapshots:
+        notes.append("no code snapshots: methods are read from the workspace as it was at the end")
     if heldout is None:
         notes.append("held-out items not loaded: contamination not checked")
     final_snap = snapshots.get("final") or (list(snapshots.values())[-1] if snapshots else None)
-    final_files = snapshot_files(run_dir, final_snap.commit) if final_snap else {}
+    final_files = snapshot_files(run_dir, final_snap.commit) if final_snap else builder.fallback_files
     iterations = list(iterations)
     all_methods, all_trained, _ = builder.methods_in(final_files)
     best_rec = next((r for r in subs if run.best and r.id == run.best.submission_id), None)
     best_iter = next((it for it in iterations if best_rec and it.submission_id == best_rec.id), None)
     run_route = best_iter.training_type if best_iter else route_of(all_methods, trained=all_trained,
                                                                    copy=False) \
-        if final_snap else "unknown (no snapshot)"
+        if final_snap or final_files else "unknown (no snapshot)"
     agent_s = run.timings.agent_s or None
     no_valid = not any(r.valid for r in subs)
     iterations.append(IterationSummary(
@@ -403,7 +539,9 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         scripts=sorted(executed_scripts(transcript, final_files))))
 
     valid = [r for r in subs if r.valid]
-    baseline = run.baseline.score if run.baseline else None
+    # Imported runs carry no baseline.json: the harness's baseline is on its submissions.
+    baseline = run.baseline.score if run.baseline else next(
+        (r.baseline for r in subs if not math.isnan(r.baseline)), None)
     improving = [r for r in subs if r.valid and r.improvement is not None and r.improvement > 0]
     budget = run.config.budget_s
     last_elapsed = max((r.elapsed_s for r in subs if r.elapsed_s is not None), default=None)
@@ -423,18 +561,18 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         model_versions=len({a.path for a in artifacts}))
 
     events = builder.exec_events()
+    agent_events = builder.agent_events()
     labelled: list[tuple[ExecEvent, str]] = []
     phase_seconds: dict[str, float] = {}
+    reader = CommandReader(final_files)
+    ws = run_dir / "workspace"
     if events is not None:
-        ws = run_dir / "workspace"
-        script_methods: dict[str, set[str]] = {}
-        for ev in events:
-            arg = script_of(ev)
-            path = script_path(arg, final_files, ws) if arg else None
-            if arg and path:
-                script_methods[arg] = analyse_script(path, final_files[path]).methods
-        labelled, phase_seconds = phase_times(events, script_methods, horizon=agent_s or 0.0)
-        experiments = _traced_experiments(labelled, final_files, ws, artifacts)
+        labelled, phase_seconds = phase_times(events, reader, horizon=agent_s or 0.0)
+        experiments = _traced_experiments(labelled, reader, ws, artifacts)
+    elif agent_events is not None:
+        notes.append("no exec trace: experiments are the training commands of the agent's "
+                     "event log, joined to the workspace's scripts and configs")
+        experiments = _transcript_experiments(agent_events, reader, ws, artifacts)
     else:
         notes.append("no exec trace (strace missing or disabled): experiments come from the "
                      "artifact index, scripts from the transcript")
@@ -442,14 +580,11 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
     pairs = list(zip(experiments, experiments[1:], strict=False))
     changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
                   (b.strategy, b.data_source, b.stage))
-    agent_events = read_agent_events(run_dir)
     turns: list[dict[str, Any]] = []
     turn_seconds: dict[str, float] = {}
     usage: dict[str, float] = {}
     if agent_events is not None:
-        script_methods_all = {p: analyse_script(p, t).methods for p, t in final_files.items()
-                              if p.endswith(".py")}
-        turns, turn_seconds = turn_phases(agent_events, script_methods_all, agent_s or 0.0)
+        turns, turn_seconds = turn_phases(agent_events, reader, agent_s or 0.0)
         for aev in agent_events:
             for key in ("input_tokens", "output_tokens", "cost_usd"):
                 value = getattr(aev, key)
@@ -466,10 +601,18 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
                      data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
-    if not run.sandboxed:
+    findings = _drop_base_model_loads(findings, run)
+    if not run.sandboxed and run.imported is not None:
+        findings.append(Finding(
+            kind="unsandboxed", severity="warning", message=f"imported from {run.imported.harness}: "
+            "the agent ran without OS isolation of that harness's grader and held-out data"))
+    elif not run.sandboxed:
         findings.append(Finding(
             kind="unsandboxed", severity="critical", message="the agent ran without a sandbox "
             "(--no-sandbox): isolation of held-out data and the ledger was not enforced"))
+    if run.imported is not None:
+        notes.append(f"imported from {run.imported.harness} ({run.imported.source}); not "
+                     "recovered: " + "; ".join(run.imported.unrecovered))
     analysis = RunAnalysis(
         run_id=run.run_id, task=run.config.task, route=run_route,
         methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),
@@ -479,10 +622,29 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         persistence=round(1 - changes / len(pairs), 4) if pairs else None, iterations=iterations,
         turns=turns, turn_phase_seconds=turn_seconds, usage=usage,
         findings=findings, sandboxed=run.sandboxed, notes=notes, exec_traced=events is not None,
+        imported_from=run.imported.harness if run.imported else None,
+        parse_warnings=parse_warnings(run_dir),
         phase_seconds=phase_seconds,
         commands=[{"start_s": ev.start_s, "end_s": ev.end_s, "exit_code": ev.exit_code,
                    "phase": phase, "argv": " ".join(ev.argv)[:1000]} for ev, phase in labelled])
     return analysis
+
+
+def _drop_base_model_loads(findings: list[Finding], run: RunRecord) -> list[Finding]:
+    """Loading the run's own base model by its hub id (how other harnesses hand it to the agent)
+    is not a foreign model: keep only the evidence that names another one."""
+    base = run.config.model
+    if "/" not in base:
+        return findings
+    out = []
+    for f in findings:
+        if f.kind == "other-model":
+            rest = [e for e in f.evidence if base not in e]
+            if not rest:
+                continue
+            f = f.model_copy(update={"evidence": rest})
+        out.append(f)
+    return out
 
 
 class LiveSummary:
@@ -573,8 +735,10 @@ def render_overview(a: RunAnalysis) -> str:
            f"{hms(m.last_submit_gap_s)}; code files {m.code_files_written}; model versions "
            f"{m.model_versions}",
            f"- strategy changes {a.strategy_changes} (rate {a.change_rate}); experiments: "
-           + ("; ".join(f"{e.path} ({e.strategy}, {e.data_source}, {e.stage})" for e in a.experiments)
-              or "none"),
+           + ("; ".join(f"{e.path or e.script or '?'} ({e.strategy}"
+                        + (f": {e.method}" if e.method and e.method != "SFT" else "")
+                        + (f" via {e.framework}" if e.framework else "")
+                        + f", {e.data_source}, {e.stage})" for e in a.experiments) or "none"),
            "- time per phase (programs the agent ran): "
            + (", ".join(f"{k} {v:.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
            "- time per phase (model turns): "
@@ -582,7 +746,9 @@ def render_overview(a: RunAnalysis) -> str:
            + (f"; tokens in/out {a.usage.get('input_tokens', 0):.0f}/"
               f"{a.usage.get('output_tokens', 0):.0f}, cost ${a.usage.get('cost_usd', 0):.2f}"
               if a.usage else ""),
-           "" if a.sandboxed else "- **UNSANDBOXED RUN**", ""]
+           "" if a.sandboxed else "- **UNSANDBOXED RUN**",
+           f"- imported from {a.imported_from}: see the notes for what could not be recovered"
+           if a.imported_from else "", ""]
     if a.findings:
         out += ["## Audit", ""]
         for f in a.findings:

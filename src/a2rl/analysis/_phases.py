@@ -1,84 +1,122 @@
-"""Phase of each program the agent ran, and time per phase (paper B's phase labels).
+"""Phase of each program the agent ran and of each model turn, and time per phase (paper B's
+phase labels).
 
-Labels come from the exec trace: what was run, with which script, and what that script does
-(from its syntax tree). An LLM agent's turn-level labels will come from its launcher's event log;
-for any agent, programs are the finest evidence there is.
+Labels come from what ran: the launch form and the script or config it ran (read by
+`_launch.CommandReader`: a training launch is SFT or RL by the method it trains), waiting
+(`sleep`, `wait`, `watch`, `tail -f`, polling loops, `timer.sh` anywhere on a command line,
+the grader's /status), evaluation (the grader's /submit, evaluation scripts), setup and
+exploration programs. An exec trace gives programs; an agent event log gives turns.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from pathlib import Path
+from pathlib import PurePosixPath
 
-from a2rl.agents import AgentEvent
-from a2rl.recording import ExecEvent
+from a2rl.analysis._launch import CommandReader, launched_file, parse_launch, simple_commands
+from a2rl.records import AgentEvent, ExecEvent
 
 PHASES = ("exploration", "data/setup", "SFT", "RL", "evaluation", "debugging", "journal/skill",
           "checkpoint/waiting")
-_SHELLS = {"bash", "sh", "dash", "zsh", "env", "timeout", "nohup", "a2rl-agent", "strace"}
-_EXPLORE = {"ls", "cat", "head", "tail", "less", "find", "grep", "rg", "wc", "du", "df", "tree",
-            "nvidia-smi", "free", "nproc", "which", "stat", "file", "pwd", "jq"}
+_SHELLS = {"bash", "sh", "dash", "zsh", "env", "timeout", "nohup", "a2rl-agent", "strace", "setsid",
+           "xargs", "nice", "stdbuf", "time"}
+_EXPLORE = {"ls", "cat", "head", "less", "find", "grep", "rg", "wc", "du", "df", "tree",
+            "nvidia-smi", "free", "nproc", "which", "stat", "file", "pwd", "jq", "ps", "top",
+            "htop", "echo", "printf", "cd", "date", "uptime", "lscpu", "tail", "diff", "awk", "sort"}
 _SETUP = {"pip", "pip3", "uv", "apt-get", "apt", "conda", "wget", "git", "cp", "mv", "mkdir", "tar",
-          "unzip", "ln", "rm", "chmod", "huggingface-cli", "hf"}
-_WAIT = {"sleep", "wait"}
-_EDITORS = {"tee", "sed", "awk", "vi", "vim", "nano"}
+          "unzip", "ln", "rm", "chmod", "huggingface-cli", "hf", "curl", "rsync", "touch"}
+_WAIT = {"sleep", "wait", "watch"}
+_EDITORS = {"tee", "sed", "vi", "vim", "nano"}
+_LAUNCHERS = {"python", "torchrun", "deepspeed", "accelerate", "trl", "llamafactory-cli", "lmf",
+              "jupyter", "papermill", "ipython",
+              "axolotl", "tune"}
+# Tools that read a background job's output or wait for it (Claude Code's BashOutput /
+# TaskOutput / Monitor, kill and wake-up tools): polling, not exploring.
+WAIT_TOOLS = {"BashOutput", "TaskOutput", "Monitor", "KillShell", "KillBash", "TaskStop",
+              "ScheduleWakeup", "Wait", "wait", "sleep", "write_stdin"}
+# Most specific first: a command line that launches training and then polls is training.
+_PRIORITY = ("RL", "SFT", "evaluation", "checkpoint/waiting", "debugging", "data/setup",
+             "journal/skill", "exploration")
+
+
+def _is_timer(arg: str) -> bool:
+    return PurePosixPath(arg).name == "timer.sh"
 
 
 def script_of(ev: ExecEvent) -> str | None:
-    """The .py file a Python process ran (python x.py, python -u x.py, accelerate launch x.py)."""
-    for arg in ev.argv[1:]:
-        if arg.endswith(".py"):
-            return arg
-        if not arg.startswith("-") and arg not in ("launch", "run"):
-            return None
-    return None
+    """The script or config a program ran (python x.py, accelerate launch … x.py,
+    llamafactory-cli train x.yaml)."""
+    return launched_file(ev.argv)
 
 
-def module_of(ev: ExecEvent) -> str | None:
-    if "-m" in ev.argv[:-1]:
-        return ev.argv[ev.argv.index("-m") + 1]
-    return None
-
-
-def classify(ev: ExecEvent, script_methods: dict[str, set[str]], failed_before: set[str]) -> str | None:
-    """Phase of one program, or None for plumbing (shells, interpreter shims)."""
-    name = Path(ev.program).name
-    args = " ".join(ev.argv[1:])
-    if name in _SHELLS or name.startswith("pyenv"):
+def argv_phase(argv: list[str], reader: CommandReader, failed_before: set[str]) -> str | None:
+    """Phase of one simple command, or None for plumbing (shells, interpreter shims)."""
+    if not argv:
         return None
-    if name.startswith("python") or name in ("accelerate", "torchrun", "deepspeed"):
-        script = script_of(ev)
-        if script is not None:
-            methods = script_methods.get(script, set())
-            base = Path(script).name.lower()
-            if script in failed_before:
-                return "debugging"
-            if methods & {"GRPO", "PPO"}:
-                return "RL"
-            if methods & {"SFT", "PEFT", "DPO", "KTO", "ORPO", "RFT", "distillation", "merging"}:
-                return "SFT"
-            if re.search(r"eval|test|score|bench", base):
-                return "evaluation"
-            if re.search(r"data|prep|gen|build|make|download|convert", base):
-                return "data/setup"
-            return "exploration"
-        module = module_of(ev)
-        if module in ("pip", "venv", "ensurepip"):
-            return "data/setup"
-        if module is not None and "reference_agent" in module:
-            return None  # the reference agent's own driver process
-        return "exploration"  # python -c … and REPL pokes
+    if any(_is_timer(a) for a in argv):
+        return "checkpoint/waiting"
+    launch = parse_launch(argv)
+    if launch is None:
+        return None
+    name = PurePosixPath(launch.argv[0]).name if launch.argv else ""
+    args = " ".join(launch.argv[1:])
+    if name in _WAIT or name == "tail" and re.search(r"(^|\s)-(f|F|-follow)\b", args):
+        return "checkpoint/waiting"
     if name == "curl" and "/submit" in args:
         return "evaluation"
-    if name == "curl" and "/status" in args or name == "timer.sh" or name in _WAIT:
+    if name == "curl" and "/status" in args:
         return "checkpoint/waiting"
+    launcher = launch.launcher
+    if launcher in _LAUNCHERS or name.startswith("python"):
+        found = reader.analyse_argv(launch.argv)
+        if found is not None and found.trains:
+            return "RL" if found.kind == "RL" else "SFT"
+        target = launch.script or launch.module or ""
+        base = PurePosixPath(target).name.lower()
+        if launch.module in ("pip", "venv", "ensurepip"):
+            return "data/setup"
+        if launch.module is not None and "reference_agent" in launch.module:
+            return None  # the reference agent's own driver process
+        if target and target in failed_before:
+            return "debugging"
+        if re.search(r"(eval|test|score|bench|lm_eval|infer|predict|generate)", base) or \
+                launch.module in ("lm_eval", "evalplus") or name == "lm_eval":
+            return "evaluation"
+        if re.search(r"(data|prep|gen|build|make|download|convert|format|process)", base):
+            return "data/setup"
+        if found is not None and "merging" in found.methods:
+            return "data/setup"
+        return "exploration"  # python -c … and REPL pokes
+    if launcher == "bash":
+        return None  # its commands are labelled on their own (traced children, or split lines)
     if name in _EDITORS and re.search(r"\.(md|txt)\b", args):
         return "journal/skill"
     if name in _EXPLORE:
         return "exploration"
     if name in _SETUP:
         return "data/setup"
+    return None
+
+
+def classify(ev: ExecEvent, reader: CommandReader, failed_before: set[str]) -> str | None:
+    """Phase of one traced program, or None for plumbing."""
+    name = PurePosixPath(ev.program).name
+    if name in _SHELLS or name.startswith("pyenv"):
+        # `bash timer.sh` is waiting; other shells are plumbing: their children are traced.
+        return "checkpoint/waiting" if any(_is_timer(a) for a in ev.argv[1:3]) else None
+    return argv_phase([ev.program, *ev.argv[1:]] if ev.argv else [ev.program], reader,
+                      failed_before)
+
+
+def command_phase(command: str, reader: CommandReader, failed_before: set[str]) -> str | None:
+    """Phase of a shell command line (several simple commands): the most specific one."""
+    phases = [p for argv in simple_commands(command)
+              if (p := argv_phase(argv, reader, failed_before)) is not None]
+    if re.search(r"\b(while|until)\b[^\n]*\bsleep\b", command):
+        phases.append("checkpoint/waiting")  # a polling loop
+    for p in _PRIORITY:
+        if p in phases:
+            return p
     return None
 
 
@@ -92,7 +130,7 @@ def _union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def phase_times(events: list[ExecEvent], script_methods: dict[str, set[str]],
+def phase_times(events: list[ExecEvent], reader: CommandReader,
                 horizon: float) -> tuple[list[tuple[ExecEvent, str]], dict[str, float]]:
     """Label each program and sum the wall time covered by each phase (intervals may overlap
     across phases, e.g. waiting on an evaluation while training runs)."""
@@ -100,7 +138,7 @@ def phase_times(events: list[ExecEvent], script_methods: dict[str, set[str]],
     failed: set[str] = set()
     spans: dict[str, list[tuple[float, float]]] = {p: [] for p in PHASES}
     for ev in events:
-        phase = classify(ev, script_methods, failed)
+        phase = classify(ev, reader, failed)
         script = script_of(ev)
         if script and ev.exit_code not in (0, None):
             failed.add(script)
@@ -113,7 +151,7 @@ def phase_times(events: list[ExecEvent], script_methods: dict[str, set[str]],
     return labelled, {p: round(_union(v), 2) for p, v in spans.items() if v}
 
 
-def turn_phases(events: list[AgentEvent], script_methods: dict[str, set[str]],
+def turn_phases(events: list[AgentEvent], reader: CommandReader,
                 horizon: float) -> tuple[list[dict[str, object]], dict[str, float]]:
     """Phase of each model turn from what it did (commands, file edits), and time per phase:
     the time from a turn to the next one goes to the phase of the turn that launched it."""
@@ -131,21 +169,18 @@ def turn_phases(events: list[AgentEvent], script_methods: dict[str, set[str]],
         votes: list[str] = []
         for ev in evs:
             if ev.kind == "command" and ev.command:
-                try:
-                    argv = shlex.split(ev.command)
-                except ValueError:
-                    argv = ev.command.split()
-                pseudo = ExecEvent(pid=0, start_s=ev.t_s, end_s=ev.end_s, exit_code=ev.exit_code,
-                                   program=argv[0] if argv else "", argv=argv)
-                if (phase := classify(pseudo, script_methods, failed)) is not None:
+                if (phase := command_phase(ev.command, reader, failed)) is not None:
                     votes.append(phase)
-                script = script_of(pseudo)
-                if script and ev.exit_code not in (0, None):
-                    failed.add(script)
+                for argv in simple_commands(ev.command):
+                    script = launched_file(argv)
+                    if script and ev.exit_code not in (0, None):
+                        failed.add(script)
+            elif ev.kind == "tool_call" and ev.name in WAIT_TOOLS:
+                votes.append("checkpoint/waiting")
             elif ev.kind == "file_edit" and ev.path:
                 votes.append("journal/skill" if ev.path.endswith((".md", ".txt")) else "data/setup")
-        # Training and RL dominate a turn that also listed files; otherwise the most frequent.
-        ranked = [p for p in ("RL", "SFT", "debugging", "evaluation") if p in votes]
+        ranked = [p for p in ("RL", "SFT", "evaluation", "checkpoint/waiting", "debugging")
+                  if p in votes]
         phase = ranked[0] if ranked else max(set(votes), key=votes.count) if votes else "exploration"
         labels.append({"turn": turn, "start_s": start, "phase": phase})
         seconds[phase] = round(seconds.get(phase, 0.0) + max(0.0, end - start), 2)

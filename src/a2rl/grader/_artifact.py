@@ -1,22 +1,34 @@
 """Submission path rules and the snapshot that is evaluated.
 
-The agent controls everything under `workspace/output/`, including symlinks, so every check is
-made on what was actually opened: each file is opened without following a final symlink and its
-real location is read back from /proc/self/fd before a byte is copied. The evaluation then runs
-on the snapshot, which lives outside the workspace and cannot change under it.
+The agent controls everything under `workspace/output/` (symlinks, fifos, hard links, files that
+change while they are read) and may even replace `output/` itself. So nothing here resolves a path
+on the host: the workspace folder is opened once (pinned) and every later open walks from that
+descriptor one component at a time with O_NOFOLLOW, `..` and absolute paths outside the workspace
+are refused before anything is opened, and each file is checked with fstat on the descriptor that
+is then read (no check-then-open window). Error messages name only the path the agent sent.
+
+Copies are stored once per content: each file goes to `artifacts/blobs/<sha256>` and a snapshot
+folder is a set of hard links to blobs, named by the snapshot's content key. The evaluation runs on
+the snapshot, which lives outside the workspace and cannot change under it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import json
 import os
 import shutil
 import stat
+import struct
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl._util import stable_hash
 from a2rl.models import check_model_dir, weights_hash
 
 
@@ -24,101 +36,347 @@ class SubmissionRejected(A2RLError):
     """The submission breaks a rule; it is recorded as `rejected` and never evaluated."""
 
 
+MAX_PATH_CHARS = 1024
+MAX_FILES = 256
+"""More top-level files than this is not a checkpoint (and would make the copy slow)."""
+MAX_SAFETENSORS_HEADER = 8 << 20
+"""All headers of a checkpoint together: a few hundred kB even for 70B models; more is refused
+before any of it is parsed (an 80 MB header took 26 s to parse in the grader's process)."""
+MAX_JSON_BYTES = 64 << 20
+"""config.json and friends are parsed by the evaluator; tokenizer.json of large vocabularies is
+tens of MB, so this only stops the absurd."""
+DISK_RESERVE_BYTES = 256 << 20
+"""Free space kept on the run's disk after a copy, so the ledger and run.json can still be
+written."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes for an unprivileged writer on the filesystem of `path` (patched in tests)."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
 @dataclass(frozen=True)
 class Snapshot:
     path: Path
-    """Folder under run_dir/artifacts/ holding the copied checkpoint."""
+    """Folder under run_dir/artifacts/ holding the copied checkpoint (hard links to blobs)."""
     artifact_hash: str
+    """Weights hash (tensor names, dtypes, shapes, bytes)."""
+    content_key: str
+    """Hash of the weights hash and the bytes of every other file: what the evaluator reads."""
     files_hash: str
     """sha256 over every copied file (names + bytes), for the audit trail."""
     n_bytes: int
     reused: bool
-    """An identical snapshot already existed (same weights and files)."""
+    """An identical snapshot already existed (same content key)."""
 
 
-def resolve_submission(raw: object, workspace: Path) -> Path:
-    """Apply the path rules; return the resolved folder inside workspace/output/."""
-    if not isinstance(raw, str) or not raw.strip() or "\0" in raw:
-        raise SubmissionRejected("model_path must be a non-empty string",
-                                 'send {"model_path": "output/<your-model-dir>"}')
-    output = (workspace / "output").resolve()
-    candidate = Path(raw) if Path(raw).is_absolute() else workspace / raw
-    real = Path(os.path.realpath(candidate))
-    if not real.is_relative_to(output):
-        raise SubmissionRejected(
-            f"model_path {raw!r} resolves to {real}, which is outside {output}",
-            "save the model under output/ (e.g. output/v1) and submit that folder; symlinks "
-            "out of output/ are not followed")
-    if not real.exists():
-        raise SubmissionRejected(f"model_path {raw!r} does not exist", "check the path")
-    if not real.is_dir():
-        raise SubmissionRejected(f"model_path {raw!r} is a file, not a model folder",
-                                 "submit the folder written by save_pretrained")
-    return real
+def clean_path_text(raw: object) -> str:
+    """The submitted path as it can be recorded and shown (no control characters, bounded)."""
+    text = raw if isinstance(raw, str) else repr(raw)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
-def _copy_checked(src: Path, dst: Path, output: Path, budget: int) -> tuple[int, bytes]:
-    """Copy one file, refusing anything whose opened inode lies outside output/."""
+def _reject(message: str, fix: str) -> SubmissionRejected:
+    return SubmissionRejected(message, fix)
+
+
+def submission_parts(raw: object, workspace: Path) -> list[str]:
+    """Apply the path rules lexically; return the components below the workspace
+    (`["output", "v1"]`). Nothing is opened and no symlink is looked at."""
+    shown = clean_path_text(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise _reject("model_path must be a non-empty string",
+                      'send {"model_path": "output/<your-model-dir>"}')
+    if "\0" in raw or len(raw) > MAX_PATH_CHARS:
+        raise _reject(f"model_path {shown!r} is not a usable path (NUL byte or over "
+                      f"{MAX_PATH_CHARS} characters)", 'send {"model_path": "output/<dir>"}')
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise SubmissionRejected(f"{src.name} is a symlink or cannot be opened ({exc.strerror})",
-                                 "put real files (not symlinks) in the submitted folder") from exc
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _reject(f"model_path {shown!r} is not valid UTF-8",
+                      "name the folder with plain characters") from None
+    text = raw
+    if text.startswith("/"):
+        # Compared as text with the workspace's own path (as given and as resolved by the
+        # harness, which the agent cannot change); nothing the agent wrote is resolved.
+        roots = {str(workspace).rstrip("/"), str(workspace.resolve()).rstrip("/")}
+        root = next((r for r in roots if text == r or text.startswith(r + "/")), None)
+        if root is None:
+            raise _reject(f"model_path {shown!r} is an absolute path outside the workspace",
+                          "submit a path relative to the workspace, e.g. output/v1")
+        text = text[len(root):]
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise _reject(f"model_path {shown!r} contains '..'",
+                      "submit the folder's path under output/ without '..', e.g. output/v1")
+    if not parts or parts[0] != "output" or len(parts) < 2:
+        raise _reject(f"model_path {shown!r} is not a folder under output/",
+                      "save the model under output/ (e.g. output/v1) and submit that folder")
+    return parts
+
+
+@contextmanager
+def open_submission(raw: object, workspace_fd: int, workspace: Path) -> Iterator[tuple[int, str]]:
+    """Open the submitted folder from the pinned workspace descriptor, one component at a time,
+    never following a symlink (`output/` itself included). Yields (dir fd, relative path)."""
+    parts = submission_parts(raw, workspace)
+    shown = clean_path_text(raw)
+    fd = os.dup(workspace_fd)
     try:
-        st = os.fstat(fd)
-        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
-        if not stat.S_ISREG(st.st_mode) or not opened.is_relative_to(output):
-            raise SubmissionRejected(f"{src.name} is not a regular file inside output/",
-                                     "put real files (not symlinks or devices) in the folder")
-        if st.st_size > budget:
-            raise SubmissionRejected("the submitted folder is larger than the size limit",
-                                     "submit only the checkpoint files (no optimizer states)")
-        digest = hashlib.sha256(src.name.encode() + b"\0")
-        copied = 0
-        with os.fdopen(os.dup(fd), "rb") as reader, dst.open("wb") as writer:
-            while chunk := reader.read(1 << 22):
-                copied += len(chunk)
-                if copied > budget:
-                    raise SubmissionRejected("the submitted folder grew past the size limit",
-                                             "submit a folder that is not being written to")
-                writer.write(chunk)
-                digest.update(chunk)
-        return copied, digest.digest()
+        for i, name in enumerate(parts):
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                where = "/".join(parts[: i + 1])
+                if exc.errno == errno.ENOENT:
+                    raise _reject(f"model_path {shown!r} does not exist ({where} is missing)",
+                                  "check the path; save the model under output/ first") from None
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _reject(f"{where} in model_path {shown!r} is a symlink or not a folder",
+                                  "submit a real folder under output/; symlinks are not "
+                                  "followed") from None
+                raise _reject(f"{where} cannot be opened ({exc.strerror})",
+                              "make the folder readable") from None
+            os.close(fd)
+            fd = nxt
+        yield fd, "/".join(parts)
     finally:
         os.close(fd)
 
 
-def snapshot_submission(folder: Path, workspace: Path, artifacts_root: Path,
-                        max_bytes: int) -> Snapshot:
-    """Copy the checkpoint's top-level files out of the workspace, validate and hash the copy."""
-    output = (workspace / "output").resolve()
+def resolve_submission(raw: object, workspace: Path) -> str:
+    """Check a path without snapshotting it; return the workspace-relative folder path."""
+    ws_fd = os.open(workspace, _DIR_FLAGS)
+    try:
+        with open_submission(raw, ws_fd, workspace) as (_, rel):
+            return rel
+    finally:
+        os.close(ws_fd)
+
+
+@dataclass
+class _Opened:
+    name: str
+    fd: int
+    size: int
+
+
+def _open_files(folder_fd: int, shown: str) -> list[_Opened]:
+    """Open every top-level file of the folder; sub-folders (trainer checkpoints, logs) are not
+    part of the model and are skipped without being entered."""
+    opened: list[_Opened] = []
+    try:
+        folder_dev = os.fstat(folder_fd).st_dev
+        names = sorted(os.listdir(folder_fd))
+        if len(names) > MAX_FILES:
+            raise _reject(f"{shown} holds {len(names)} entries (more than {MAX_FILES})",
+                          "submit only the checkpoint files")
+        for name in names:
+            st = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                raise _reject(f"{shown}/{clean_path_text(name)} is a symlink",
+                              "put real files (not symlinks) in the submitted folder")
+            try:
+                fd = os.open(name, _FILE_FLAGS, dir_fd=folder_fd)
+            except OSError as exc:
+                raise _reject(f"{shown}/{clean_path_text(name)} cannot be opened "
+                              f"({exc.strerror})",
+                              "put real, readable files (not symlinks) in the folder") from None
+            fst = os.fstat(fd)
+            opened.append(_Opened(name, fd, fst.st_size))
+            # Checked on the descriptor that will be read: a swap after the stat above changes
+            # nothing, a fifo/device/socket never gets read, and a file on another filesystem
+            # (a bind mount) is not the agent's.
+            if not stat.S_ISREG(fst.st_mode) or fst.st_dev != folder_dev:
+                raise _reject(f"{shown}/{clean_path_text(name)} is not a regular file",
+                              "put real files (not symlinks, fifos or devices) in the folder")
+        return opened
+    except BaseException:
+        for o in opened:
+            os.close(o.fd)
+        raise
+
+
+def _copy_fd(src_fd: int, dst: Path, budget: int) -> tuple[int, str]:
+    """Copy from an open descriptor; stop past `budget` bytes (a file still growing)."""
+    digest = hashlib.sha256()
+    copied = 0
+    with open(dst, "xb") as writer:
+        while True:
+            chunk = os.read(src_fd, 1 << 22)
+            if not chunk:
+                break
+            copied += len(chunk)
+            if copied > budget:
+                raise _reject("the submitted folder grew past the size limit while it was copied",
+                              "submit a folder that is not being written to")
+            writer.write(chunk)
+            digest.update(chunk)
+    return copied, digest.hexdigest()
+
+
+def _check_headers(folder: Path, shown: str) -> None:
+    """Refuse absurd safetensors headers and JSON files before anything parses them."""
+    header_total = 0
+    for p in folder.iterdir():
+        size = p.stat().st_size
+        if p.name.endswith(".safetensors"):
+            with p.open("rb") as fh:
+                raw = fh.read(8)
+            n = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
+            header_total += n
+            if n > MAX_SAFETENSORS_HEADER or header_total > MAX_SAFETENSORS_HEADER:
+                raise _reject(f"{shown}'s safetensors headers are over "
+                              f"{MAX_SAFETENSORS_HEADER >> 20} MiB ({p.name})",
+                              "save the model with save_pretrained (real headers are small)")
+        elif p.name.endswith(".json") and size > MAX_JSON_BYTES:
+            raise _reject(f"{shown}/{p.name} is over {MAX_JSON_BYTES >> 20} MiB",
+                          "submit the files save_pretrained writes")
+    cfg = folder / "config.json"
+    if cfg.exists():
+        try:
+            json.loads(cfg.read_bytes())
+        except RecursionError:
+            raise _reject(f"{shown}/config.json is nested too deeply to parse",
+                          "save the model again with save_pretrained") from None
+        except (ValueError, UnicodeDecodeError):
+            pass  # check_model_dir names this one
+
+
+def _scrub(text: str, staging: Path, shown: str) -> str:
+    return text.replace(str(staging), shown)
+
+
+def content_key_of(weights: str, file_hashes: dict[str, str]) -> str:
+    """Content key: the weights hash plus every non-weights file's bytes (by name)."""
+    return stable_hash({"weights": weights,
+                        "files": {n: h for n, h in file_hashes.items()
+                                  if not n.endswith(".safetensors")}})
+
+
+def folder_content_key(folder: Path, weights: str) -> str:
+    """The content key of a trusted folder (the base model), read the ordinary way."""
+    hashes = {}
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and not p.name.endswith(".safetensors"):
+            h = hashlib.sha256()
+            with p.open("rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    h.update(chunk)
+            hashes[p.name] = h.hexdigest()
+    return content_key_of(weights, hashes)
+
+
+def _store_blob(tmp: Path, blobs: Path, sha: str) -> Path:
+    blob = blobs / sha
+    if blob.exists():
+        tmp.unlink()
+    else:
+        tmp.chmod(0o444)
+        os.replace(tmp, blob)
+    return blob
+
+
+def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_bytes: int, *,
+                        free: Callable[[Path], int] | None = None,
+                        reserve: int = DISK_RESERVE_BYTES) -> Snapshot:
+    """Copy the checkpoint's top-level files out of the workspace, validate and hash the copy.
+
+    `folder_fd` comes from `open_submission`; `shown` is the workspace-relative path used in every
+    message. Raises SubmissionRejected for every rule broken, a full disk included."""
     artifacts_root.mkdir(parents=True, exist_ok=True)
+    blobs = artifacts_root / "blobs"
+    blobs.mkdir(exist_ok=True)
     staging = artifacts_root / f".staging-{uuid.uuid4().hex}"
     staging.mkdir()
+    opened: list[_Opened] = []
     try:
-        total = 0
+        opened = _open_files(folder_fd, shown)
+        total = sum(o.size for o in opened)
+        if total > max_bytes:
+            raise _reject(f"{shown} is larger than the size limit ({total >> 20} MiB > "
+                          f"{max_bytes >> 20} MiB)",
+                          "submit only the checkpoint files (no optimizer states)")
+        available = (free or free_bytes)(artifacts_root)
+        if total + reserve > available:
+            raise _reject(f"the run's disk has {available >> 20} MiB free; copying {shown} "
+                          f"({total >> 20} MiB) would leave less than {reserve >> 20} MiB",
+                          "free disk space on the host (or use --keep-artifacts best), then "
+                          "submit again")
         files_digest = hashlib.sha256()
-        for entry in sorted(folder.iterdir()):
-            if entry.is_dir() and not entry.is_symlink():
-                continue  # sub-folders (trainer checkpoints, logs) are not part of the model
-            n, digest = _copy_checked(entry, staging / entry.name, output, max_bytes - total)
-            total += n
-            files_digest.update(digest)
+        hashes: dict[str, str] = {}
+        copied_total = 0
+        try:
+            for o in opened:
+                n, sha = _copy_fd(o.fd, staging / o.name, max_bytes - copied_total)
+                copied_total += n
+                hashes[o.name] = sha
+                files_digest.update(o.name.encode() + b"\0" + sha.encode())
+        except OSError as exc:
+            if exc.errno in _NO_SPACE:
+                raise _reject(f"the run's disk filled up while {shown} was copied",
+                              "free disk space on the host, then submit again") from None
+            raise _reject(f"{shown} could not be copied ({exc.strerror})",
+                          "submit a folder that is not being written to") from None
+        _check_headers(staging, shown)
         try:
             check_model_dir(staging)
             artifact_hash = weights_hash(staging)
         except A2RLError as exc:
-            raise SubmissionRejected(exc.message, exc.fix) from exc
-        files_hash = files_digest.hexdigest()
-        final = artifacts_root / f"{artifact_hash[:16]}-{files_hash[:8]}"
+            raise _reject(_scrub(exc.message, staging, shown),
+                          _scrub(exc.fix or "", staging, shown) or "save the model again") \
+                from None
+        except (OSError, ValueError, RecursionError, MemoryError) as exc:
+            raise _reject(f"{shown} is not a loadable checkpoint ({type(exc).__name__})",
+                          "save the model again with save_pretrained") from None
+        key = content_key_of(artifact_hash, hashes)
+        final = artifacts_root / key[:24]
         reused = final.exists()
-        if reused:
-            shutil.rmtree(staging)
-        else:
-            os.replace(staging, final)
-            for p in final.iterdir():
-                p.chmod(0o444)
-        return Snapshot(final, artifact_hash, files_hash, total, reused)
-    except BaseException:
+        if not reused:
+            tmp_final = artifacts_root / f".final-{uuid.uuid4().hex}"
+            tmp_final.mkdir()
+            for name, sha in hashes.items():
+                blob = _store_blob(staging / name, blobs, sha)
+                os.link(blob, tmp_final / name)
+            tmp_final.chmod(0o555)
+            final.with_name(final.name + ".files.json").write_text(json.dumps(hashes, indent=1))
+            try:
+                os.rename(tmp_final, final)
+            except OSError:  # the same content arrived concurrently: keep the first
+                shutil.rmtree(tmp_final, ignore_errors=True)
+                reused = True
+        return Snapshot(final, artifact_hash, key, files_digest.hexdigest(), copied_total, reused)
+    finally:
+        for o in opened:
+            os.close(o.fd)
         shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+
+def prune_snapshot(artifacts_root: Path, snapshot: Path) -> bool:
+    """Delete a snapshot folder and the blobs no other snapshot links to. True if deleted."""
+    manifest = snapshot.with_name(snapshot.name + ".files.json")
+    if not snapshot.is_dir() or snapshot.parent != artifacts_root or not manifest.is_file():
+        return False
+    hashes: dict[str, str] = json.loads(manifest.read_text())
+    blobs = artifacts_root / "blobs"
+    snapshot.chmod(0o755)
+    for name, sha in hashes.items():
+        (snapshot / name).unlink(missing_ok=True)
+        blob = blobs / sha
+        try:
+            if blob.stat().st_nlink <= 1:
+                blob.unlink()
+        except FileNotFoundError:
+            pass
+    snapshot.rmdir()
+    manifest.unlink()
+    return True

@@ -2,69 +2,93 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl._util import atomic_write_text, stable_hash, utcnow
-from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, EvalJob, run_evaluation
+from a2rl.grader._artifact import folder_content_key
+from a2rl.grader._evaluation import (
+    EVALUATOR_VERSION,
+    EvalFailed,
+    EvalJob,
+    Split,
+    read_item_values,
+    run_evaluation,
+)
+from a2rl.grader._items import ItemValues
+from a2rl.grader._records import FinalMode
+from a2rl.grader._secret import public_fingerprint, secret_fields
+from a2rl.grader._stats import score_interval
 from a2rl.models import ResolvedModel
-from a2rl.tasks import Task
+from a2rl.records import BaselineRecord
+from a2rl.tasks import EvalOutcome, Task
 
 
-class BaselineRecord(BaseModel):
-    """`baseline.json` in the run directory, and the cache entry under $A2RL_HOME/baselines/."""
-
-    score: float
-    """The base model's score (0–100) on the held-out evaluation."""
-    n_items: int
-    """Items scored."""
-    metrics: dict[str, float]
-    """Secondary metrics from the same evaluation."""
-    model_hash: str
-    """Content hash of the base model's weights."""
-    task_fingerprint: str
-    """Identity of the evaluation (task, version, options, held-out items)."""
-    evaluator_version: str
-    """a2rl's evaluator version; a change invalidates the cache."""
-    eval_seconds: float
-    """Wall time of the evaluation that produced this score."""
-    computed_at: dt.datetime
-    """When that evaluation ran (UTC)."""
-    cached: bool = False
-    """True when this run reused a cached baseline instead of evaluating again."""
+def baseline_cache_key(task: Task, model: ResolvedModel, final: FinalMode = "off",
+                       test_fraction: float = 0.5) -> str:
+    # Everything the evaluator reads from the base model, not only its weights.
+    return stable_hash({"task": public_fingerprint(task),
+                        "model": folder_content_key(model.path, model.content_hash),
+                        "evaluator": EVALUATOR_VERSION, "final": final,
+                        "test_fraction": test_fraction if final == "hidden" else None})
 
 
-def baseline_cache_key(task: Task, model: ResolvedModel) -> str:
-    return stable_hash({"task": task.fingerprint(), "model": model.content_hash,
-                        "evaluator": EVALUATOR_VERSION})
-
-
-def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_s: float,
-                   use_cache: bool = True,
-                   on_progress: Callable[[int, int], None] | None = None) -> BaselineRecord:
-    cache_file = cache_dir("baselines") / f"{baseline_cache_key(task, model)}.json"
-    if use_cache and cache_file.exists():
-        cached = BaselineRecord.model_validate_json(cache_file.read_text())
-        return cached.model_copy(update={"cached": True})
+def _evaluate(task: Task, model: ResolvedModel, out_dir: Path, split: Split,
+              test_fraction: float, timeout_s: float,
+              on_progress: Callable[[int, int], None] | None) -> tuple[EvalOutcome,
+                                                                        ItemValues | None]:
     job = EvalJob(task=task.spec(), model_dir=str(model.path),
-                  chat_template_from=str(model.path), out_dir=str(eval_dir))
-    start = time.monotonic()
+                  chat_template_from=str(model.path), out_dir=str(out_dir), split=split,
+                  test_fraction=test_fraction,
+                  secret_fields=sorted(secret_fields(task.params)))
     try:
         outcome = run_evaluation(job, timeout_s=timeout_s, on_progress=on_progress)
     except EvalFailed as exc:
         raise A2RLError(f"the base model could not be evaluated: {exc}",
-                        f"see {eval_dir / 'eval.log'}; check that the model loads with "
-                        "transformers and fits in memory") from exc
+                        f"see {out_dir / 'eval.log'}; check that the model loads with "
+                        "transformers and fits in memory (a task that cannot be split needs "
+                        "--final off)") from exc
+    return outcome, read_item_values(out_dir)
+
+
+def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_s: float,
+                   use_cache: bool = True,
+                   on_progress: Callable[[int, int], None] | None = None,
+                   final: FinalMode = "off", test_fraction: float = 0.5) -> BaselineRecord:
+    """Score the base model. With final="hidden" it is scored on the dev split (the agent's
+    reference) and on the hidden test split (the final's reference), in two evaluations."""
+    cache_file = cache_dir("baselines") / \
+        f"{baseline_cache_key(task, model, final, test_fraction)}.json"
+    if use_cache and cache_file.exists():
+        try:
+            cached = BaselineRecord.model_validate_json(cache_file.read_text())
+            return cached.model_copy(update={"cached": True})
+        except ValueError:
+            pass  # an old or damaged cache entry: evaluate again
+    start = time.monotonic()
+    split: Split = "dev" if final == "hidden" else "all"
+    outcome, items = _evaluate(task, model, eval_dir, split, test_fraction, timeout_s,
+                               on_progress)
+    interval = score_interval(items.values, outcome.score) if items else None
+    fields: dict[str, object] = {}
+    if final == "hidden":
+        test, test_items = _evaluate(task, model, eval_dir.with_name(eval_dir.name + "-test"),
+                                     "test", test_fraction, timeout_s, on_progress)
+        t_int = score_interval(test_items.values, test.score) if test_items else None
+        fields = {"test_score": test.score, "test_n_items": test.n_items,
+                  "test_ci_low": t_int.low if t_int else None,
+                  "test_ci_high": t_int.high if t_int else None, "test_items": test_items}
     record = BaselineRecord(score=outcome.score, n_items=outcome.n_items, metrics=outcome.metrics,
-                            model_hash=model.content_hash, task_fingerprint=task.fingerprint(),
+                            model_hash=model.content_hash, task_fingerprint=public_fingerprint(task),
                             evaluator_version=EVALUATOR_VERSION,
                             eval_seconds=round(time.monotonic() - start, 2),
-                            computed_at=utcnow())
+                            computed_at=utcnow(), split=split,
+                            ci_low=interval.low if interval else None,
+                            ci_high=interval.high if interval else None,
+                            ci_method=interval.method if interval else None, items=items,
+                            **fields)  # type: ignore[arg-type]
     atomic_write_text(cache_file, record.model_dump_json(indent=2))
     return record

@@ -1,8 +1,9 @@
-"""Entry point of the evaluation child process: `python -m a2rl.grader._eval_child job.json`.
+"""Entry point of the evaluation child process: `python -m a2rl.grader._eval_child -`.
 
-Writes outcome.json (scores) and details.jsonl (per item) into the job's out_dir, and progress
-lines `{"done": n, "total": N}` on stdout for the grader's progress bar. Log lines (e.g. the
-rollout engine's step counter) go to stderr, which the grader keeps as the job's eval.log.
+Reads the job (JSON) from stdin: it carries the held-out seed, so it is never a file in the run.
+Writes outcome.json (scores), details.jsonl (per item) and items.json (one value per item, for the
+confidence interval) into the job's out_dir, and progress lines `{"done": n, "total": N}` on stdout
+for the grader's progress bar. Log lines go to stderr, which the grader keeps as eval.log.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ import sys
 from pathlib import Path
 
 from a2rl.grader._evaluation import EvalJob
+from a2rl.grader._items import SplitError, item_values, restrict_to_split
 from a2rl.tasks import task_from_spec
 
 
-def main(job_file: str) -> None:
+def main(source: str) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
-    job = EvalJob.model_validate_json(Path(job_file).read_text())
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    job = EvalJob.model_validate_json(text)
     task = task_from_spec(job.task)
+    items = (task.heldout_items() if job.split == "all"
+             else restrict_to_split(task, job.split, job.test_fraction))
 
     def progress(done: int, total: int) -> None:
         print(json.dumps({"done": done, "total": total}), flush=True)
@@ -29,10 +34,16 @@ def main(job_file: str) -> None:
                             chat_template_from=Path(job.chat_template_from)
                             if job.chat_template_from else None,
                             on_progress=progress)
+    if job.split != "all" and outcome.n_items != len(items):
+        raise SplitError(f"task {task.name} scored {outcome.n_items} items instead of the "
+                         f"{len(items)} of its {job.split} split: it does not read its items "
+                         "through heldout_items()/heldout_episodes(), so it cannot be split; "
+                         "run it with --final off")
     out = Path(job.out_dir)
     with (out / "details.jsonl").open("w") as fh:
         for row in outcome.details:
             fh.write(json.dumps(row) + "\n")
+    (out / "items.json").write_text(item_values(outcome, items).model_dump_json())
     (out / "outcome.json").write_text(outcome.model_copy(update={"details": []}).model_dump_json())
 
 

@@ -1,4 +1,9 @@
-"""Run a task's evaluation in a child process, so a crash or OOM never takes the grader down."""
+"""Run a task's evaluation in a child process, so a crash or OOM never takes the grader down.
+
+The job (task options, held-out seed included) reaches the child on its stdin and is never
+written to disk: `job.json` in the evaluation folder is a redacted copy for the audit trail, with
+every secret option replaced by a keyed fingerprint.
+"""
 
 from __future__ import annotations
 
@@ -11,24 +16,44 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 
+from a2rl.grader._items import ItemValues
+from a2rl.grader._secret import redacted_spec
 from a2rl.tasks import EvalOutcome, TaskSpec
 
-EVALUATOR_VERSION = "1"
+EVALUATOR_VERSION = "2"
 """Bump when the evaluation harness (not a task) changes in a way that can move scores."""
+
+Split = Literal["all", "dev", "test"]
+_MAX_ITEMS_FILE = 64 << 20
 
 
 class EvalJob(BaseModel):
     task: TaskSpec
+    """What to evaluate with (the options include secrets: this object never goes to disk)."""
     model_dir: str
     chat_template_from: str | None
     out_dir: str
+    split: Split = "all"
+    """all held-out items, or the dev / hidden test half of the grader's keyed split."""
+    test_fraction: float = Field(0.5, gt=0.0, lt=1.0)
+    """Share of the held-out items in the hidden test split."""
+    secret_fields: list[str] = Field(default_factory=list)
+    """Task options left out of the job file on disk (the held-out seed)."""
 
 
 class EvalFailed(Exception):
     """The evaluation child failed; the message is safe to show the agent (no held-out data)."""
+
+
+def redacted_job(job: EvalJob) -> dict[str, object]:
+    """The job as written to `job.json`: secrets replaced by keyed fingerprints."""
+    data = job.model_dump(mode="json")
+    data["task"] = redacted_spec(data["task"], frozenset(job.secret_fields), job.task.name)
+    return data
 
 
 def run_evaluation(job: EvalJob, *, timeout_s: float,
@@ -36,26 +61,33 @@ def run_evaluation(job: EvalJob, *, timeout_s: float,
     """Evaluate in a child process. Per-item details go to out_dir/details.jsonl."""
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "job.json").write_text(job.model_dump_json(indent=2))
+    (out / "job.json").write_text(json.dumps(redacted_job(job), indent=2))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
     with open(out / "eval.log", "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "a2rl.grader._eval_child", str(out / "job.json")],
-            stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True,
+            [sys.executable, "-m", "a2rl.grader._eval_child", "-"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+            start_new_session=True,
         )
         timer = threading.Timer(timeout_s, lambda: _kill_group(proc))
         timer.start()
         started = time.monotonic()
         try:
-            assert proc.stdout is not None
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(job.model_dump_json().encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # the child died at start; its exit code and log say why
             for line in proc.stdout:
                 try:
                     msg = json.loads(line)
-                except json.JSONDecodeError:
+                    done, total = int(msg["done"]), int(msg["total"])
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                     continue
-                if on_progress and "done" in msg:
-                    on_progress(int(msg["done"]), int(msg["total"]))
+                if on_progress:
+                    on_progress(done, total)
             rc = proc.wait()
         finally:
             timer.cancel()
@@ -70,7 +102,22 @@ def run_evaluation(job: EvalJob, *, timeout_s: float,
         if rc < 0 and -rc == signal.SIGKILL:
             reason = "killed (out of memory?)"
         raise EvalFailed(f"evaluation failed (exit code {rc}): {reason}")
-    return EvalOutcome.model_validate_json(result.read_text())
+    try:
+        return EvalOutcome.model_validate_json(result.read_text())
+    except (OSError, ValidationError) as exc:
+        raise EvalFailed(f"the evaluation wrote an unreadable outcome ({type(exc).__name__})") \
+            from exc
+
+
+def read_item_values(out_dir: Path) -> ItemValues | None:
+    """`items.json` of a finished evaluation (None when absent or unreadable)."""
+    path = out_dir / "items.json"
+    try:
+        if path.stat().st_size > _MAX_ITEMS_FILE:
+            return None
+        return ItemValues.model_validate_json(path.read_text())
+    except (OSError, ValidationError):
+        return None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -1,4 +1,9 @@
-"""Append-only, fsync'd JSONL ledger of submissions, safe under concurrent writers."""
+"""Append-only, fsync'd JSONL ledger of submissions, safe under concurrent writers.
+
+The ledger file is the durable record; the current state lives in memory. A request reads only
+the lines other processes appended since this process last looked (an offset into the file), so
+the cost of a request does not grow with the number of submissions already recorded.
+"""
 
 from __future__ import annotations
 
@@ -32,12 +37,41 @@ class Ledger:
         path.parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         path.chmod(0o600)
+        self._offset = 0
+        self._history: list[SubmissionRecord] = []
+        self._latest: dict[str, SubmissionRecord] = {}
+        self.lines_parsed = 0
+        """Ledger lines parsed by this process so far (tests check it stays O(new lines))."""
+        self._refresh()
+
+    # -- reading ----------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        """Take in the complete lines appended since the last look (by any process)."""
+        with self._thread_lock, open(self.path, "rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return  # nothing new, or only a torn/partial line still being written
+        for raw in data[:end].split(b"\n"):
+            raw = raw.strip()
+            if not raw:
+                continue
+            self.lines_parsed += 1
+            try:
+                rec = SubmissionRecord.model_validate_json(raw)
+            except ValidationError:
+                continue  # a torn line after a crash; the lines around it stay readable
+            self._history.append(rec)
+            self._latest[rec.id] = rec
+        self._offset += end + 1
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._thread_lock, open(self._lock_path, "a") as lock_fh:
             fcntl.flock(lock_fh, fcntl.LOCK_EX)
             try:
+                self._refresh()
                 yield
             finally:
                 fcntl.flock(lock_fh, fcntl.LOCK_UN)
@@ -54,40 +88,38 @@ class Ledger:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-    def _lines(self) -> list[SubmissionRecord]:
-        out = []
-        with self.path.open() as fh:
-            for raw in fh:
-                raw = raw.strip()
-                if not raw:
-                    continue
-                try:
-                    out.append(SubmissionRecord.model_validate_json(raw))
-                except ValidationError:
-                    # A torn last line after a crash; earlier lines stay readable.
-                    continue
-        return out
+        # Our own line: take it in without parsing it back.
+        self._offset = os.stat(self.path).st_size
+        self._history.append(record)
+        self._latest[record.id] = record
 
     def history(self) -> list[SubmissionRecord]:
         """Every line, in the order written (the full audit trail)."""
         with self._thread_lock:
-            return self._lines()
+            self._refresh()
+            return list(self._history)
 
     def records(self) -> list[SubmissionRecord]:
         """Current state of each submission (last line per id), in arrival order."""
-        latest: dict[str, SubmissionRecord] = {}
-        for rec in self.history():
-            latest[rec.id] = rec
-        return sorted(latest.values(), key=lambda r: r.seq)
+        with self._thread_lock:
+            self._refresh()
+            return sorted(self._latest.values(), key=lambda r: r.seq)
+
+    def count(self) -> int:
+        with self._thread_lock:
+            self._refresh()
+            return len(self._latest)
 
     def get(self, submission_id: str) -> SubmissionRecord | None:
-        return next((r for r in self.records() if r.id == submission_id), None)
+        with self._thread_lock:
+            self._refresh()
+            return self._latest.get(submission_id)
 
+    # -- writing ----------------------------------------------------------------------------
     def create(self, **fields: Any) -> SubmissionRecord:
         """Allocate the next id and append the first line of a new submission."""
         with self._locked():
-            seq = len({r.id for r in self._lines()}) + 1
+            seq = len(self._latest) + 1
             record = SubmissionRecord(id=f"s{seq:04d}", seq=seq, **fields)
             self._append_unlocked(record)
             return record
@@ -109,18 +141,22 @@ class Ledger:
                                                 "finished; submit the model again"))
         return closed
 
-    def best(self) -> BestSoFar | None:
-        valid = [r for r in self.records() if r.valid and r.score is not None]
+    # -- views ------------------------------------------------------------------------------
+    def best(self, split: str | None = None) -> BestSoFar | None:
+        """Best valid score; hidden-final test records never count (they are not feedback)."""
+        valid = [r for r in self.records() if r.valid and r.score is not None
+                 and r.split != "test" and (split is None or r.split == split)]
         if not valid:
             return None
         top = max(valid, key=lambda r: (r.score, -r.seq))
         return BestSoFar(submission_id=top.id, score=float(top.score or 0.0))
 
-    def find_scored(self, artifact_hash: str, fingerprint: str) -> SubmissionRecord | None:
-        """An earlier, fully evaluated submission with identical weights (the eval cache)."""
+    def find_scored(self, content_key: str, fingerprint: str,
+                    split: str = "all") -> SubmissionRecord | None:
+        """An earlier, fully evaluated submission with identical files (the eval cache)."""
         for rec in self.records():
-            if (rec.status == "scored" and not rec.cached and rec.artifact_hash == artifact_hash
-                    and rec.task_fingerprint == fingerprint):
+            if (rec.status == "scored" and not rec.cached and rec.content_key == content_key
+                    and rec.task_fingerprint == fingerprint and rec.split == split):
                 return rec
         return None
 

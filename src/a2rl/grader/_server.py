@@ -12,12 +12,19 @@ from pathlib import Path
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from a2rl._errors import A2RLError
+from a2rl.grader._artifact import SubmissionRejected, clean_path_text
 from a2rl.grader._grader import Grader
-from a2rl.grader._records import StatusResponse, SubmissionRecord, SubmitResponse
+from a2rl.grader._records import (
+    FinalDesignation,
+    StatusResponse,
+    SubmissionRecord,
+    SubmitResponse,
+)
 
 log = logging.getLogger("a2rl.grader")
 
@@ -31,6 +38,16 @@ class SubmitRequest(BaseModel):
     """Folder under workspace/output/ (absolute, or relative to the workspace)."""
     wait: bool = True
     """False: return at once with status `pending`; poll GET /submissions/{id}."""
+    final: bool = False
+    """Hidden-final runs: designate this model as the final one once it is scored."""
+
+
+class FinalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    submission_id: str | None = None
+    """A submission of this run (e.g. `s0003`) to be scored on the hidden test split."""
+    model_path: str | None = None
+    """Or the path it was submitted with."""
 
 
 class PublicSubmission(BaseModel):
@@ -43,16 +60,30 @@ class PublicSubmission(BaseModel):
     improvement: float | None
     cached: bool
     error: str | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    significant: bool | None = None
+    split: str = "all"
 
     @classmethod
     def of(cls, r: SubmissionRecord) -> PublicSubmission:
         return cls(id=r.id, status=r.status, model_path=r.model_path, score=r.score,
-                   improvement=r.improvement, cached=r.cached, error=r.error)
+                   improvement=r.improvement, cached=r.cached, error=r.error, ci_low=r.ci_low,
+                   ci_high=r.ci_high, significant=r.significant, split=r.split)
 
 
 def create_app(grader: Grader, token: str) -> FastAPI:
     app = FastAPI(title="a2rl grader", docs_url=None, redoc_url=None, openapi_url=None)
     bearer = HTTPBearer(auto_error=False)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # Never a traceback or a host path in a reply; the operator finds it in grader.log.
+        log.error("unexpected error on %s %s", request.method, request.url.path,
+                  exc_info=(type(exc), exc, exc.__traceback__))
+        return JSONResponse(status_code=500,
+                            content={"detail": f"grader error ({type(exc).__name__}); see "
+                                     "GET /submissions for what was recorded"})
 
     def authorised(request: Request,
                    creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
@@ -84,18 +115,34 @@ def create_app(grader: Grader, token: str) -> FastAPI:
                                  f"{e.get('msg')}" for e in exc.errors())
             raise HTTPException(422, detail=f"malformed request ({problems}). "
                                 f"Expected: {SUBMIT_HELP}") from None
-        return await run_in_threadpool(grader.submit, body.model_path, wait=body.wait)
+        return await run_in_threadpool(grader.submit, body.model_path, wait=body.wait,
+                                       final=body.final)
+
+    @app.post("/final", response_model=FinalDesignation, dependencies=auth)
+    async def final(request: Request) -> FinalDesignation:
+        raw = await request.body()
+        try:
+            body = FinalRequest.model_validate_json(raw or b"null")
+        except ValidationError:
+            raise HTTPException(422, detail='malformed request. Expected: POST /final with '
+                                '{"submission_id": "s0003"} or {"model_path": "output/v3"}') \
+                from None
+        try:
+            return grader.designate_final(submission_id=body.submission_id,
+                                          model_path=body.model_path)
+        except SubmissionRejected as exc:
+            raise HTTPException(409, detail=str(exc)) from None
 
     @app.get("/submissions", response_model=list[PublicSubmission], dependencies=auth)
     def submissions() -> list[PublicSubmission]:
-        return [PublicSubmission.of(r) for r in grader.ledger.records()]
+        return [PublicSubmission.of(r) for r in grader.feedback_records()]
 
     @app.get("/submissions/{submission_id}", response_model=PublicSubmission,
              dependencies=auth)
     def submission(submission_id: str) -> PublicSubmission:
         rec = grader.ledger.get(submission_id)
-        if rec is None:
-            raise HTTPException(404, detail=f"no submission {submission_id!r}; "
+        if rec is None or rec.split == "test":
+            raise HTTPException(404, detail=f"no submission {clean_path_text(submission_id)!r}; "
                                 "GET /submissions lists them")
         return PublicSubmission.of(rec)
 

@@ -10,6 +10,8 @@ output/v2`.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 from pathlib import Path
 
@@ -53,28 +55,48 @@ def _rel(value: str, workspace: Path) -> str:
         return value
 
 
+_MAX_JSON = 1 << 20
+
+
+def _read_json(path: Path) -> object:
+    """Parse a small JSON file, never through a symlink and never from a fifo or device (the
+    agent controls these files; the harness must not be made to read a host file or block)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_JSON:
+            raise ValueError(f"{path.name} is not a small regular file")
+        return json.loads(os.read(fd, _MAX_JSON + 1))
+    finally:
+        os.close(fd)
+
+
 def read_parent(folder: Path, workspace: Path) -> tuple[str | None, str | None]:
     for name in _ARGS_FILES:
-        f = folder / name
-        if f.is_file():
-            try:
-                data = json.loads(f.read_text())
-            except (OSError, ValueError):
-                continue
-            for key in ("model", "model_name_or_path", "base_model", "init_from"):
-                if isinstance(data, dict) and isinstance(data.get(key), str):
-                    return _rel(data[key], workspace), name
+        try:
+            data = _read_json(folder / name)
+        except (OSError, ValueError, RecursionError):
+            continue
+        for key in ("model", "model_name_or_path", "base_model", "init_from"):
+            if isinstance(data, dict) and isinstance(data.get(key), str):
+                return _rel(data[key], workspace), name
     for name, key in (("adapter_config.json", "base_model_name_or_path"),
                       ("config.json", "_name_or_path")):
-        f = folder / name
-        if f.is_file():
-            try:
-                value = json.loads(f.read_text()).get(key)
-            except (OSError, ValueError, AttributeError):
-                continue
-            if isinstance(value, str) and value:
-                return _rel(value, workspace), name
+        try:
+            data = _read_json(folder / name)
+        except (OSError, ValueError, RecursionError):
+            continue
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str) and value:
+            return _rel(value, workspace), name
     return None, None
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 class ArtifactIndexer:
@@ -85,37 +107,48 @@ class ArtifactIndexer:
         self._lock = threading.Lock()
 
     def scan(self, elapsed_s: float) -> list[ArtifactEntry]:
-        """Record folders that are new or changed since the last scan."""
+        """Record folders that are new or changed since the last scan.
+
+        The walk never follows a symlink (`output/` itself included: a link there is not
+        walked at all), and each folder is read through the descriptor fwalk opened, so a folder
+        swapped for a link meanwhile is not where the reads land. A folder holding any symlink is
+        skipped: the grader would refuse it, and its files are not read."""
         new: list[ArtifactEntry] = []
         output = self.workspace / "output"
         with self._lock:
-            for cfg in sorted(list(output.rglob("config.json")) +
-                              list(output.rglob("adapter_config.json"))):
-                folder = cfg.parent
-                rel = str(folder.relative_to(self.workspace))
-                if any(e.path == rel for e in new):
+            for root, dirs, files, root_fd in os.fwalk(output, follow_symlinks=False):
+                dirs.sort()
+                if "config.json" not in files and "adapter_config.json" not in files:
                     continue
+                rel = str(Path(root).relative_to(self.workspace))
+                pinned = Path(f"/proc/self/fd/{root_fd}")
                 try:
-                    files = [p for p in folder.iterdir() if p.is_file()]
-                    mtime = max(p.stat().st_mtime for p in files)
-                    size = sum(p.stat().st_size for p in files)
+                    stats = {name: os.stat(name, dir_fd=root_fd, follow_symlinks=False)
+                             for name in files}
+                    if any(stat.S_ISLNK(st.st_mode) for st in stats.values()) or any(
+                            _is_link(d, root_fd) for d in dirs):
+                        continue
+                    regular = {n: st for n, st in stats.items() if stat.S_ISREG(st.st_mode)}
+                    mtime = max(st.st_mtime for st in regular.values())
+                    size = sum(st.st_size for st in regular.values())
                 except (OSError, ValueError):
                     continue
                 if self._seen.get(rel) == mtime:
                     continue
                 self._seen[rel] = mtime
-                kind = "model" if any(folder.glob("*.safetensors")) and not (
-                    folder / "adapter_config.json").exists() else "adapter"
+                kind = "model" if any(n.endswith(".safetensors") for n in regular) and \
+                    "adapter_config.json" not in regular else "adapter"
                 try:
-                    digest = weights_hash(folder) if kind == "model" else None
+                    digest = weights_hash(pinned) if kind == "model" else None
                 except Exception:  # half-written weights: hash again on the next scan
                     digest = None
                     self._seen.pop(rel, None)
-                parent, source = read_parent(folder, self.workspace)
+                parent, source = read_parent(pinned, self.workspace)
                 new.append(ArtifactEntry(path=rel, kind=kind, first_seen_at=utcnow().isoformat(),
                                          elapsed_s=round(elapsed_s, 2), mtime=mtime,
                                          size_bytes=size, weights_hash=digest, parent=parent,
                                          parent_source=source))
+            new.sort(key=lambda e: e.path)
             if new:
                 with self.index.open("a") as fh:
                     for e in new:

@@ -8,10 +8,12 @@ snapshot lists them with size and sha256.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import threading
 from pathlib import Path
@@ -22,8 +24,16 @@ from a2rl._util import utcnow
 
 # The base model, the data and the docs a2rl wrote are not the agent's work.
 EXCLUDED_TOP = ("model", "data", "description.md", "instructions.md", "timer.sh")
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GIT_ENV = {"GIT_AUTHOR_NAME": "a2rl", "GIT_AUTHOR_EMAIL": "a2rl@localhost",
             "GIT_COMMITTER_NAME": "a2rl", "GIT_COMMITTER_EMAIL": "a2rl@localhost"}
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 class LargeFile(BaseModel):
@@ -68,15 +78,57 @@ class CodeRecorder:
                              env={**os.environ, **_GIT_ENV})
         return out.stdout.strip()
 
-    def _sha256(self, path: Path, st: os.stat_result) -> str:
-        key = (str(path), st.st_size, st.st_mtime_ns)
+    def _sha256_fd(self, fd: int, rel: str, st: os.stat_result) -> str:
+        key = (rel, st.st_size, st.st_mtime_ns)
         if key not in self._hash_cache:
             h = hashlib.sha256()
-            with path.open("rb") as fh:
-                while chunk := fh.read(1 << 22):
-                    h.update(chunk)
+            while chunk := os.read(fd, 1 << 22):
+                h.update(chunk)
             self._hash_cache[key] = h.hexdigest()
         return self._hash_cache[key]
+
+    def _capture(self, dir_fd: int, name: str, rel: Path, large: list[LargeFile]) -> bool:
+        """Capture one entry, opened relative to its (pinned) folder without following a
+        symlink; the checks are made on the opened descriptor, which is what gets read."""
+        try:
+            fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                return False  # deleted meanwhile, or unreadable
+            # A symlink: record the link itself (its target text), never what it points at.
+            try:
+                target = os.readlink(name, dir_fd=dir_fd)
+            except OSError:
+                return False
+            dst = self.tree / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.symlink_to(target)
+            return True
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return False  # fifos, sockets, devices: nothing to record, nothing to read
+            if st.st_size > self.max_file_bytes:
+                large.append(LargeFile(path=str(rel), size=st.st_size,
+                                       sha256=self._sha256_fd(fd, str(rel), st)))
+                return True
+            # Read at most one byte past the cap: a file growing meanwhile is cut, not followed.
+            data = b""
+            while len(data) <= self.max_file_bytes:
+                chunk = os.read(fd, self.max_file_bytes + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+            if len(data) > self.max_file_bytes:
+                large.append(LargeFile(path=str(rel), size=len(data),
+                                       sha256=hashlib.sha256(data).hexdigest()))
+                return True
+            dst = self.tree / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
+            return True
+        finally:
+            os.close(fd)
 
     def _stage(self) -> int:
         if self.tree.exists():
@@ -84,31 +136,20 @@ class CodeRecorder:
         self.tree.mkdir()
         large: list[LargeFile] = []
         count = 0
-        for root, dirs, files in os.walk(self.workspace):
+        # fwalk opens each folder relative to its parent's descriptor without following
+        # symlinks, so swapping a folder for a link during the walk cannot lead it outside.
+        for root, dirs, files, root_fd in os.fwalk(self.workspace, follow_symlinks=False):
             rel_root = Path(root).relative_to(self.workspace)
             if rel_root == Path("."):
                 dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP]
                 files = [f for f in files if f not in EXCLUDED_TOP]
             dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
-            for name in files:
-                src = Path(root) / name
-                rel = rel_root / name
-                try:
-                    st = src.lstat()
-                    if src.is_symlink():
-                        dst = self.tree / rel
-                        dst.parent.mkdir(parents=True, exist_ok=True)
-                        dst.symlink_to(os.readlink(src))
-                    elif st.st_size > self.max_file_bytes:
-                        large.append(LargeFile(path=str(rel), size=st.st_size,
-                                               sha256=self._sha256(src, st)))
-                    else:
-                        dst = self.tree / rel
-                        dst.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.copyfile(src, dst)
+            # Symlinks to folders are listed in `dirs` by fwalk; record them as links.
+            links = [d for d in dirs if _is_link(d, root_fd)]
+            dirs[:] = [d for d in dirs if d not in links]
+            for name in sorted(files) + links:
+                if self._capture(root_fd, name, rel_root / name, large):
                     count += 1
-                except OSError:
-                    continue  # the agent deleted it meanwhile
         (self.tree / "LARGE_FILES.json").write_text(
             json.dumps([f.model_dump() for f in sorted(large, key=lambda f: f.path)], indent=1))
         return count

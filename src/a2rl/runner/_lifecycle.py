@@ -31,6 +31,20 @@ from a2rl.runner._records import RunRecord
 from a2rl.runner._supervise import HarnessTerminated, descendants
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+SANDBOX_FILE = "sandbox.json"
+"""In the run directory: the podman backend's container name, written when the agent starts."""
+
+
+def _container_of(run_dir: Path) -> str | None:
+    import json
+
+    try:
+        name = json.loads((run_dir / SANDBOX_FILE).read_text()).get("container")
+    except (OSError, ValueError, AttributeError):
+        return None
+    # only a name a2rl gives (a2rl-<hex>): the file is the harness's, but never pass odd text
+    return name if isinstance(name, str) and name.startswith("a2rl-") and name[5:].isalnum() \
+        else None
 
 
 _state = threading.local()
@@ -153,12 +167,12 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(record.agent_pgid, signal.SIGKILL)
             killed.append(record.agent_pgid)
-    if record.sandbox_container and (podman := shutil.which("podman")):
+    container = _container_of(run_dir)
+    if container and (podman := shutil.which("podman")):
         # a container is conmon's child, not the harness's: it outlives a killed harness
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([podman, *_podman_options(), "rm", "-f", "-t", "0",
-                            record.sandbox_container], capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
+            subprocess.run([podman, *_podman_options(), "rm", "-f", "-t", "0", container],
+                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     for pid in _processes_of(run_dir):
         _kill_with_group(pid)
         killed.append(pid)

@@ -36,7 +36,12 @@ from a2rl.grader import (
 )
 from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
-from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
+from a2rl.runner._lifecycle import (
+    SANDBOX_FILE,
+    closing,
+    kill_leftover_groups,
+    terminate_on_signals,
+)
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess, HarnessTerminated
 from a2rl.sandbox import (
@@ -483,8 +488,10 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                                 if echo_agent else None)
             for part in parts:
                 part.record.agent_pgid = proc.proc.pid
-                part.record.sandbox_container = getattr(sandbox, "name", None)
                 part.save()
+                if container := getattr(sandbox, "name", None):  # podman: for `runs repair`
+                    atomic_write_text(part.run_dir / SANDBOX_FILE, json.dumps(
+                        {"backend": sandbox.kind, "container": container}))
             try:
                 reason, code = proc.supervise(
                     lambda: min(g.remaining() for g in graders), grace_s=config.grace_s,

@@ -1,29 +1,61 @@
-"""Benchmark tasks: the Task contract, the registry, and the built-in tasks (loaded lazily)."""
+"""Benchmark tasks: the contract and registry (`_core`), shared helpers (`_lib`), and one package
+per built-in task (`arith/`, `gsm8k/`, ... each with its scorer, data and prompts; loaded lazily).
 
-from a2rl.tasks._registry import (
+A task author needs only this module: subclass `StaticTextTask` (one completion per held-out
+prompt) or `InteractiveTask` (episodes in an environment), give it `TaskParams`, and register it
+in `BUILTIN_TASKS` (or under the `a2rl.tasks` entry-point group).
+"""
+
+from a2rl._secrets import installation_seed
+from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
+from a2rl.inference import GenerationSettings
+from a2rl.tasks._core import (
     BUILTIN_TASKS,
     DEFAULT_TASK,
+    EPISODES_FILE,
+    EvalOutcome,
+    InteractiveTask,
+    ItemVerdict,
+    Level,
+    ProgressCounter,
+    RewardKind,
+    StaticTextTask,
+    Task,
+    TaskParams,
+    TaskSpec,
+    distinct_questions,
     get_task,
     list_tasks,
+    secret_field,
     task_class,
     task_from_spec,
 )
-from a2rl.tasks._static import ItemVerdict, StaticTextTask
-from a2rl.tasks._task import EvalOutcome, Level, RewardKind, Task, TaskParams, TaskSpec
 
 __all__ = [
     "BUILTIN_TASKS",
     "DEFAULT_TASK",
+    "EPISODES_FILE",
+    "Env",
+    "Episode",
     "EvalOutcome",
+    "GenerationSettings",
+    "InteractiveTask",
     "ItemVerdict",
     "Level",
+    "ProgressCounter",
     "RewardKind",
+    "RolloutConfig",
     "StaticTextTask",
+    "Step",
+    "StepResult",
     "Task",
     "TaskParams",
     "TaskSpec",
+    "distinct_questions",
     "get_task",
+    "installation_seed",
     "list_tasks",
+    "secret_field",
     "task_class",
     "task_from_spec",
 ]

@@ -14,6 +14,7 @@ from string import Template
 from a2rl._errors import A2RLError
 from a2rl.models import ResolvedModel
 from a2rl.tasks import Task
+from a2rl.workspace._machine import machine_facts
 
 MODES = ("free", "sft-only", "rl-oriented", "multi")
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
@@ -60,7 +61,7 @@ def render_instructions(mode: str, *, budget_s: float, workspace: Path) -> str:
     rules = (templates / f"{check_mode(mode)}.md").read_text().strip()
     common = Template((templates / "_common.md").read_text())
     return common.substitute(mode=mode, mode_rules=rules, budget_human=human_duration(budget_s),
-                             workspace=str(workspace))
+                             workspace=str(workspace), machine=machine_facts())
 
 
 def _make_read_only(path: Path) -> None:

@@ -1,0 +1,78 @@
+"""Per-item values from an evaluation (for confidence intervals), and restricting a task to a
+subset of its held-out items (for the hidden-final split) without changing the task.
+
+Both run in the evaluation child: the items never reach the grader process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2rl.grader._secret import item_key, split_test_keys
+from a2rl.records import ItemValues
+from a2rl.tasks import EvalOutcome, Task
+
+# Per-item value fields, in the order they are tried: static tasks (`score`), pairwise judges
+# (`win`), interactive episodes (`success` for sparse tasks, `reward` for dense ones).
+_VALUE_FIELDS = ("score", "win", "success", "reward")
+
+
+
+
+class SplitError(ValueError):
+    """The task's held-out items cannot be split (too few, or the task ignores the subset)."""
+
+
+def _numeric(row: dict[str, Any], name: str) -> float | None:
+    value = row.get(name)
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float) and 0.0 <= float(value) <= 1.0:
+        return float(value)
+    return None
+
+
+def item_values(outcome: EvalOutcome, items: list[dict[str, Any]]) -> ItemValues:
+    """Read one value per item from the outcome's details; the field whose mean best matches the
+    score wins (a task whose score is a mean of a field matches exactly)."""
+    rows = [r for r in outcome.details if isinstance(r, dict) and r.get("kind") != "summary"]
+    best: tuple[float, str, list[float]] | None = None
+    for name in _VALUE_FIELDS:
+        values = [_numeric(r, name) for r in rows]
+        if not rows or any(v is None for v in values):
+            continue
+        vals = [float(v) for v in values if v is not None]
+        gap = abs(100.0 * sum(vals) / len(vals) - outcome.score)
+        if best is None or gap < best[0]:
+            best = (gap, name, vals)
+    if best is None:
+        return ItemValues(keys=None, values=[], field=None)
+    _, name, vals = best
+    keys = [item_key(it) for it in items] if len(items) == len(vals) else None
+    return ItemValues(keys=keys, values=vals, field=name)
+
+
+def restrict_to_split(task: Task, split: str, test_fraction: float) -> list[dict[str, Any]]:
+    """Make `task` evaluate only its dev or test items; return those items.
+
+    Tasks read their items through `heldout_items()` (static tasks) or `heldout_episodes()`
+    (interactive ones); both are shadowed on this instance. The caller checks afterwards that the
+    evaluation scored exactly that many items, so a task that reads its items some other way fails
+    loudly instead of being scored on the wrong set."""
+    items = task.heldout_items()
+    keys = [item_key(it) for it in items]
+    try:
+        test = split_test_keys(keys, test_fraction)
+    except ValueError as exc:
+        raise SplitError(f"task {task.name}: {exc}") from exc
+
+    def keep(key: str) -> bool:
+        return (key in test) == (split == "test")
+
+    kept = [it for it, k in zip(items, keys, strict=True) if keep(k)]
+    episodes_of = getattr(task, "heldout_episodes", None)
+    if callable(episodes_of):
+        episodes = [e for e in episodes_of() if keep(item_key(e.model_dump()))]
+        object.__setattr__(task, "heldout_episodes", lambda: episodes)
+    object.__setattr__(task, "heldout_items", lambda: kept)
+    return kept

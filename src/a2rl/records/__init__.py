@@ -1,0 +1,101 @@
+"""Every format a2rl persists, in one place at the bottom of the dependency graph.
+
+Each record is a pydantic model with a docstring per field; the top-level files carry a format
+`version`. Nothing here imports another a2rl package except `_errors` and `_util`, so the
+grader, the runner, the recorders, the agents and the analysis can all depend on it.
+`a2rl schema [NAME]` prints the JSON schema of each record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from a2rl.records._analysis import (
+    ANALYSIS_FORMAT,
+    Experiment,
+    FailureType,
+    Finding,
+    IterationSummary,
+    ProcessMetrics,
+    RunAnalysis,
+    Severity,
+)
+from a2rl.records._events import AgentEvent, EventKind, ExecEvent, ParseReport
+from a2rl.records._grader import (
+    BASELINE_FORMAT,
+    EVAL_JOB_FORMAT,
+    SUBMISSION_FORMAT,
+    TERMINAL_STATUSES,
+    VALID_STATUSES,
+    BaselineRecord,
+    BestSoFar,
+    EvalJob,
+    FinalDesignation,
+    FinalMode,
+    FinalResult,
+    ItemValues,
+    KeepArtifacts,
+    Split,
+    StatusResponse,
+    SubmissionRecord,
+    SubmissionStatus,
+    SubmitResponse,
+    TaskSpec,
+)
+from a2rl.records._jsonl import append_jsonl, read_json, read_jsonl, write_json
+from a2rl.records._run import (
+    RUN_FORMAT,
+    ExitReason,
+    ImportInfo,
+    ModelInfo,
+    RunConfig,
+    RunRecord,
+    TaskInfo,
+    Timings,
+)
+
+SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
+    "run": (RunRecord, "run.json"),
+    "submission": (SubmissionRecord, "ledger.jsonl (one line per state change)"),
+    "baseline": (BaselineRecord, "baseline.json and the baseline cache"),
+    "evaluation-job": (EvalJob, "job.json of an evaluation folder"),
+    "analysis": (RunAnalysis, "analysis.json"),
+    "iteration": (IterationSummary, "summary.jsonl (one line per iteration)"),
+    "agent-event": (AgentEvent, "agent/events.jsonl"),
+    "exec-event": (ExecEvent, "agent/exec.jsonl"),
+    "parse-report": (ParseReport, "agent/parse_report.json"),
+    "submit-response": (SubmitResponse, "POST /submit answer"),
+    "status-response": (StatusResponse, "GET /status answer"),
+    "final-result": (FinalResult, "final.json (hidden-final runs)"),
+    "final-designation": (FinalDesignation, "POST /final answer"),
+    "items": (ItemValues, "items.json of an evaluation"),
+}
+"""Record name → (model, where it is stored)."""
+
+
+def load_run(run_dir: Path) -> RunRecord:
+    """run.json of a run directory, with a clear error when it is missing or malformed."""
+    return read_json(run_dir / "run.json", RunRecord)
+
+
+def current_submissions(ledger: Path) -> list[SubmissionRecord]:
+    """Current state of each submission in a ledger (its last line per id), in arrival order."""
+    latest: dict[str, SubmissionRecord] = {}
+    for rec in read_jsonl(ledger, SubmissionRecord):
+        latest[rec.id] = rec
+    return sorted(latest.values(), key=lambda r: r.seq)
+
+
+__all__ = [
+    "ANALYSIS_FORMAT", "BASELINE_FORMAT", "EVAL_JOB_FORMAT", "RUN_FORMAT", "SCHEMAS",
+    "SUBMISSION_FORMAT", "TERMINAL_STATUSES", "VALID_STATUSES", "AgentEvent", "BaselineRecord",
+    "BestSoFar", "EvalJob", "FinalDesignation", "FinalMode", "FinalResult", "ItemValues",
+    "KeepArtifacts", "Split",
+    "EventKind", "ExecEvent", "ExitReason", "Experiment", "FailureType", "Finding", "ImportInfo",
+    "IterationSummary", "ModelInfo", "ParseReport", "ProcessMetrics", "RunAnalysis", "RunConfig", "RunRecord",
+    "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
+    "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
+    "read_json", "read_jsonl", "write_json",
+]

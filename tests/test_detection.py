@@ -1,0 +1,298 @@
+"""Training detection, launch parsing and phases on labelled scripts, configs and commands.
+
+tests/fixtures/training_scripts/manifest.json lists each fixture with its ground truth (route,
+strategy k, whether it trains, method). The fixtures are written for these tests in the shapes of
+the frameworks' public examples (TRL, OpenRLHF, verl, LLaMA-Factory, axolotl, torchtune, unsloth,
+open-r1, alignment-handbook, RD-Agent, PostTrainBench agent scripts)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2rl.analysis._detect import analyse_script
+from a2rl.analysis._launch import CommandReader, parse_launch, script_commands, split_commands
+from a2rl.analysis._methods import method_of_class, primary_method, route_of, training_kind
+from a2rl.analysis._phases import command_phase
+
+ROOT = Path(__file__).parent / "fixtures" / "training_scripts"
+MANIFEST: list[dict[str, Any]] = json.loads((ROOT / "manifest.json").read_text())
+
+
+def label(files: dict[str, str], command: str) -> tuple[str, str | None, bool, str | None]:
+    found = CommandReader(files).analyse(command)
+    trains = bool(found and found.trains)
+    methods = found.methods if found else set()
+    return (route_of(methods, trained=trains, copy=False),
+            training_kind(methods) if trains else None, trains,
+            primary_method(methods) if trains else None)
+
+
+def fixture_files(case: dict[str, Any]) -> dict[str, str]:
+    return {f: (ROOT / f).read_text() for f in case["files"]}
+
+
+def test_manifest_covers_enough_material() -> None:
+    frameworks = Counter(c["framework"] for c in MANIFEST)
+    assert len(MANIFEST) >= 60 and len(frameworks) >= 8, frameworks
+    for case in MANIFEST:
+        for f in case["files"]:
+            assert (ROOT / f).is_file(), f
+
+
+def test_labels_on_the_fixture_set_are_at_least_95_percent_right() -> None:
+    wrong = []
+    for case in MANIFEST:
+        got = label(fixture_files(case), case["command"])
+        want = (case["route"], case["k"], case["trains"], case["method"])
+        if got != want:
+            wrong.append(f"{case['id']}: got {got}, want {want}")
+    accuracy = 1 - len(wrong) / len(MANIFEST)
+    assert accuracy >= 0.95, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("case", MANIFEST, ids=[c["id"] for c in MANIFEST])
+def test_each_fixture(case: dict[str, Any]) -> None:
+    got = label(fixture_files(case), case["command"])
+    assert got == (case["route"], case["k"], case["trains"], case["method"]), case.get("note")
+
+
+# ---- per framework ------------------------------------------------------------------------
+
+def test_trl_aliases_and_subclasses_resolve() -> None:
+    src = ("import trl as T\nclass Mine(T.KTOTrainer):\n    pass\nclass Mine2(Mine):\n    pass\n"
+           "Mine2(model='m').train()\n")
+    found = analyse_script("a.py", src)
+    assert found.trains and found.methods == {"KTO"}
+    # a local class named like a trainer, inheriting from nothing known, is not one
+    assert not analyse_script("b.py", "class GRPOTrainer:\n    pass\nGRPOTrainer().train()\n").trains
+
+
+def test_model_train_mode_and_strings_are_not_training() -> None:
+    src = "from transformers import AutoModel\nm = AutoModel.from_pretrained('x')\nm.train()\n" \
+          "s = 'GRPOTrainer(...).train()'\n"
+    found = analyse_script("a.py", src)
+    assert not found.trains and found.methods == set()
+
+
+def test_conditional_peft_follows_the_command() -> None:
+    files = {"sft.py": "from trl import SFTTrainer, get_peft_config\n"
+                       "SFTTrainer(model='m', peft_config=get_peft_config(model_args)).train()\n",
+             "lora.yaml": "use_peft: true\nlora_r: 8\n", "full.yaml": "learning_rate: 1e-5\n"}
+    assert label(files, "python sft.py")[1] == "full SFT"
+    assert label(files, "python sft.py --use_peft")[1] == "PEFT"
+    assert label(files, "python sft.py --use_peft false")[1] == "full SFT"
+    assert label(files, "accelerate launch sft.py --config lora.yaml")[1] == "PEFT"
+    assert label(files, "accelerate launch sft.py --config full.yaml")[1] == "full SFT"
+
+
+def test_hand_written_loops_name_their_objective() -> None:
+    base = ("import torch\nopt = torch.optim.AdamW(p)\nfor b in data:\n    {body}\n"
+            "    loss.backward()\n    opt.step()\n")
+    sft = analyse_script("a.py", base.format(body="loss = model(**b).loss"))
+    assert sft.trains and sft.methods == {"SFT"} and sft.framework == "manual"
+    rl = analyse_script("b.py", base.format(
+        body="out = model.generate(b)\n    rewards = score(out)\n    loss = -(rewards * lp).mean()"))
+    assert rl.methods == {"REINFORCE"}
+    grpo = analyse_script("c.py", base.format(
+        body="out = model.generate(b)\n    rewards = score(out)\n    group_mean = rewards.mean()\n"
+             "    loss = -((rewards - group_mean) * lp).mean()"))
+    assert grpo.methods == {"GRPO"}
+    # the scheduler's step alone is not an optimizer update
+    assert not analyse_script("d.py", "loss.backward()\nscheduler.step()\n").trains
+
+
+def test_workspace_module_trainer_subclass_and_training_function() -> None:
+    files = {"code/lib.py": "from trl import DPOTrainer\nclass MyDPO(DPOTrainer):\n    pass\n"
+                            "def run(m):\n    MyDPO(model=m).train()\n",
+             "code/main.py": "import lib\nlib.run('model')\n"}
+    assert label(files, "cd code && python main.py") == ("SFT-only", "preference", True, "DPO")
+
+
+def test_verl_estimators_and_sft() -> None:
+    assert label({}, "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo")[0] == "GRPO"
+    assert label({}, "python3 -m verl.trainer.main_ppo")[3] == "PPO"
+    assert label({}, "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=reinforce_plus_plus"
+                 )[3] == "REINFORCE"
+    assert label({}, "torchrun -m verl.trainer.sft_trainer model.lora_rank=16")[:2] == \
+        ("SFT-only", "PEFT")
+    cfg = {"conf/run.yaml": "algorithm:\n  adv_estimator: rloo\n"}
+    assert label(cfg, "python -m verl.trainer.main_ppo --config-path conf --config-name run")[3] == "RLOO"
+    assert not label({}, "python3 -m verl.trainer.main_eval data.path=x")[2]
+
+
+def test_openrlhf_entry_points() -> None:
+    assert label({}, "deepspeed --module openrlhf.cli.train_kto --pretrain m")[3] == "KTO"
+    assert label({}, "python -m openrlhf.cli.train_ppo_ray --algo.advantage.estimator rloo")[3] == "RLOO"
+    assert label({}, "deepspeed --module openrlhf.cli.train_sft --ds.lora.rank 32")[1] == "PEFT"
+    assert not label({}, "python -m openrlhf.cli.serve_rm --reward_pretrain m")[2]
+
+
+def test_llamafactory_axolotl_torchtune_configs() -> None:
+    files = {"a.yaml": "model_name_or_path: m\nstage: dpo\npref_loss: simpo\nfinetuning_type: full\n",
+             "b.yml": "base_model: m\nrl: kto\nadapter: qlora\ndatasets: []\n",
+             "c.yaml": "model_name_or_path: m\nstage: sft\nfinetuning_type: lora\n"}
+    assert label(files, "llamafactory-cli train a.yaml")[1:] == ("preference", True, "SimPO")
+    assert label(files, "llamafactory-cli train c.yaml finetuning_type=full")[1] == "full SFT"
+    assert label(files, "axolotl train b.yml")[1:] == ("preference", True, "KTO")
+    assert label({}, "tune run lora_finetune_distributed --config llama3_1/8B_lora")[1] == "PEFT"
+    assert not label({}, "tune run generate --config generation")[2]
+
+
+def test_trl_cli() -> None:
+    assert label({}, "trl grpo --model_name_or_path m --dataset_name d")[0] == "GRPO"
+    assert label({}, "trl kto --use_peft true")[1:] == ("preference", True, "KTO")
+    assert not label({}, "trl env")[2]
+
+
+def test_reward_models_are_their_own_kind_not_rl() -> None:
+    assert training_kind({"reward model"}) == "reward model"
+    assert training_kind({"PRM", "PEFT"}) == "reward model"
+    assert route_of({"reward model"}, trained=True, copy=False) == "SFT-only"
+    assert method_of_class("RewardModelTrainer") == "reward model"
+    assert method_of_class("ProcessRewardModelTrainer") == "PRM"
+    assert method_of_class("AxolotlDPOTrainer") == "DPO" and method_of_class("RayPPOTrainer") == "PPO"
+    assert method_of_class("Config") is None and method_of_class("LoraConfig") is None
+
+
+# ---- launch forms ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("command", "script", "module"), [
+    ("python -u train.py --lr 1", "train.py", None),
+    ("python3 -m verl.trainer.main_ppo a=b", None, "verl.trainer.main_ppo"),
+    ("torchrun --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer x=1", None,
+     "verl.trainer.fsdp_sft_trainer"),
+    ("torchrun --nproc_per_node 2 train.py", "train.py", None),
+    ("deepspeed --num_gpus 2 --module openrlhf.cli.train_sft --x 1", None, "openrlhf.cli.train_sft"),
+    ("deepspeed --include localhost:0 train.py --deepspeed ds.json", "train.py", None),
+    ("accelerate launch --config_file cfg.yaml train.py --x", "train.py", None),
+    ("accelerate launch --config_file=cfg.yaml --num_processes 2 train.py", "train.py", None),
+    ("accelerate launch --multi_gpu -m axolotl.cli.train c.yml", None, "axolotl.cli.train"),
+    ("CUDA_VISIBLE_DEVICES=0 nohup timeout 3h python train.py", "train.py", None),
+    ("uv run --with trl python train.py", "train.py", None),
+    ("python -m torch.distributed.run --nproc_per_node 2 train.py", "train.py", None),
+])
+def test_launch_forms(command: str, script: str | None, module: str | None) -> None:
+    launch = parse_launch(split_commands(command)[0])
+    assert launch is not None and (launch.script, launch.module) == (script, module)
+
+
+def test_split_commands_handles_shell_punctuation() -> None:
+    line = "cd /w && nohup python train.py > log 2>&1 & sleep 5; tail -n 3 log | grep loss"
+    assert split_commands(line) == [["cd", "/w"], ["nohup", "python", "train.py"], ["sleep", "5"],
+                                    ["tail", "-n", "3", "log"], ["grep", "loss"]]
+    # a quote in a comment does not join the rest of a script into one command
+    assert len(split_commands("# don't\npython a.py\npython b.py\n")) == 2
+
+
+def test_shell_variables_arrays_and_heredocs_are_expanded() -> None:
+    script = ("EST=grpo\nARGS=(\n  algorithm.adv_estimator=${EST}  # the estimator\n  x=1\n)\n"
+              "read -r -d '' CMD <<EOF\nverl.trainer.main_ppo\nEOF\n"
+              "PYTHONPATH=. python3 -m $CMD \"${ARGS[@]}\"\n")
+    lines = script_commands(script)
+    assert lines == ["PYTHONPATH=. python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo x=1"]
+    assert label({"run.sh": script}, "bash run.sh")[0] == "GRPO"
+
+
+# ---- phases ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("command", "phase"), [
+    ("sleep 600", "checkpoint/waiting"),
+    ("sleep 300 && tail -n 20 train.log", "checkpoint/waiting"),
+    ("while pgrep -f train.py; do sleep 60; done", "checkpoint/waiting"),
+    ("tail -f train.log", "checkpoint/waiting"),
+    ("watch -n 30 nvidia-smi", "checkpoint/waiting"),
+    ("cd /home/ben/task && bash timer.sh", "checkpoint/waiting"),
+    ("./timer.sh; ls output", "checkpoint/waiting"),
+    ("nohup python sft.py > log 2>&1 & sleep 30; tail log", "SFT"),
+    ("python -m verl.trainer.main_ppo algorithm.adv_estimator=grpo", "RL"),
+    ("deepspeed --module openrlhf.cli.train_dpo --pretrain m", "SFT"),
+    ("accelerate launch --config_file ds.yaml grpo.py", "RL"),
+    ("llamafactory-cli train lf.yaml", "SFT"),
+    ("curl -s -X POST localhost:8000/submit -d '{}'", "evaluation"),
+    ("python evaluate.py --model final_model", "evaluation"),
+    ("pip install trl peft", "data/setup"),
+    ("ls -la && cat README.md", "exploration"),
+])
+def test_command_phases(command: str, phase: str) -> None:
+    files = {"sft.py": "from trl import SFTTrainer\nSFTTrainer(model='m').train()\n",
+             "grpo.py": "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=f).train()\n",
+             "lf.yaml": "model_name_or_path: m\nstage: sft\n", "evaluate.py": "print(1)\n"}
+    assert command_phase(command, CommandReader(files), set()) == phase
+
+
+def test_shell_wrapped_commands_are_opened_up() -> None:
+    files = {"code/grpo.py": "from trl import GRPOTrainer\nGRPOTrainer(model='m', reward_funcs=f).train()\n"}
+    reader = CommandReader(files)
+    wrapped = "/bin/bash -lc \"cd /ws && python code/grpo.py --out output/v2\""
+    assert command_phase(wrapped, reader, set()) == "RL"
+    assert label(files, wrapped)[0] == "GRPO"
+    assert command_phase("bash -c 'sleep 600'", reader, set()) == "checkpoint/waiting"
+
+
+def test_polling_tools_of_background_jobs_are_waiting() -> None:
+    from a2rl.analysis._phases import turn_phases
+    from a2rl.records import AgentEvent
+
+    events = [AgentEvent(kind="command", turn=0, t_s=0.0, command="nohup python sft.py &", exit_code=0),
+              AgentEvent(kind="tool_call", turn=1, t_s=10.0, name="BashOutput"),
+              AgentEvent(kind="tool_call", turn=2, t_s=610.0, name="Read")]
+    files = {"sft.py": "from trl import SFTTrainer\nSFTTrainer(model='m').train()\n"}
+    labels, seconds = turn_phases(events, CommandReader(files), 700.0)
+    assert [t["phase"] for t in labels] == ["SFT", "checkpoint/waiting", "exploration"]
+    assert seconds == {"SFT": 10.0, "checkpoint/waiting": 600.0, "exploration": 90.0}
+
+
+def test_data_source_follows_the_data_to_the_script_that_wrote_it() -> None:
+    from a2rl.analysis._data import data_source
+
+    files = {
+        "gen.py": "from vllm import LLM\nouts = LLM('model').generate(prompts)\n"
+                  "open('samples.jsonl', 'w').write(str(outs))\n",
+        "fmt.py": "import datasets\nds = datasets.load_dataset('openai/gsm8k', 'main')\n"
+                  "ds['train'].to_json('sft.jsonl')\n",
+        "train_self.py": "from datasets import load_dataset\n"
+                         "d = load_dataset('json', data_files='samples.jsonl')\n",
+        "train_fmt.py": "from datasets import load_dataset\n"
+                        "d = load_dataset('json', data_files='sft.jsonl')\n",
+        "train_mix.py": "from datasets import load_dataset\n"
+                        "a = load_dataset('json', data_files='samples.jsonl')\n"
+                        "b = load_dataset('openai/gsm8k', 'main')\n",
+        "train_none.py": "x = 1\n",
+    }
+    ran = sorted(files)
+    assert data_source("train_self.py", files, ran) == "self-generated"
+    assert data_source("train_fmt.py", files, ran) == "curated"  # reformatted given data
+    assert data_source("train_mix.py", files, ran) == "mixed"
+    assert data_source("train_none.py", files, ran) == "unknown"
+
+
+def test_a_script_for_a_newer_python_is_read_where_it_parses() -> None:
+    # PEP 695 `type` statements do not parse on Python 3.11; the rest of the script does.
+    src = ("from trl import DPOTrainer\ntype Pair = tuple[str, str]\n"
+           "def main():\n    t = DPOTrainer(model='m')\n    t.train()\nmain()\n")
+    found = analyse_script("new.py", src)
+    assert found.trains and found.methods == {"DPO"}
+    assert "partly parsed" in found.evidence["parse"][0]
+    broken = analyse_script("broken.py", "def (:\n")
+    assert broken.parse_error and not broken.trains
+
+
+def test_verl_recipes() -> None:
+    assert label({}, "python3 -m recipe.dapo.main_dapo data.train_files=t.parquet")[3] == "GRPO"
+    assert label({}, "python3 -m recipe.spin.main_spin")[1] == "preference"
+    assert label({}, "python3 -m recipe.prime.main_prime algorithm.adv_estimator=grpo")[3] == "GRPO"
+
+
+def test_adapter_loaded_to_train_is_peft_loaded_to_merge_is_not() -> None:
+    train = ("from peft import PeftModel\nfrom trl import SFTTrainer\n"
+             "m = PeftModel.from_pretrained(b, 'output/v1', is_trainable=True)\n"
+             "SFTTrainer(model=m).train()\n")
+    assert analyse_script("a.py", train).methods == {"PEFT", "SFT"}
+    merge = "from peft import PeftModel\nm = PeftModel.from_pretrained(b, 'output/v1').merge_and_unload()\n"
+    found = analyse_script("b.py", merge)
+    assert found.methods == {"merging"} and not found.trains
