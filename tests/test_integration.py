@@ -228,3 +228,44 @@ def test_reference_agent_trains_on_demonstrations(tmp_path: Path, tiny_model: Pa
             (rd / "workspace" / "code" / "sft_round1.jsonl").read_text().splitlines()]
     assert rows and all(r["prompt_messages"][-1]["role"] == "user" for r in rows)
     assert any("search[" in r["completion"] or "click[" in r["completion"] for r in rows)
+
+
+@needs_bwrap
+def test_hidden_final_run_reports_dev_feedback_and_the_test_score_apart(tmp_path: Path,
+                                                                        tiny_model: Path) -> None:
+    """--final hidden through the whole harness: the agent is told, its feedback is on the dev
+    split, one final evaluation on the test split is the headline in run.json, the console and
+    summary.md, and the test-split record is not an iteration of the agent's."""
+    from rich.console import Console
+
+    from a2rl._report_console import show_run
+    from a2rl.analysis import analyze_run
+
+    task = dict(TINY_TASK, n_heldout=12)
+    rec = run(config(tmp_path, tiny_model, script_agent("honest.py"), task_params=task,
+                     final="hidden", test_fraction=0.5))
+    rd = run_dir_of(rec, tmp_path)
+    assert rec.status == "finished"
+    instructions = (rd / "workspace" / "instructions.md").read_text()
+    assert "Hidden final evaluation" in instructions and "/final" in instructions
+    assert rec.baseline is not None and rec.baseline.split == "dev"
+    assert rec.baseline.test_score is not None
+    assert rec.baseline.n_items + (rec.baseline.test_n_items or 0) == 12
+    dev = [s for s in rec.submissions if s.split != "test"]
+    test = [s for s in rec.submissions if s.split == "test"]
+    assert [s.model_path for s in dev] == ["output/v1", "output/v1-again", "output/base-copy"]
+    assert len(test) == 1 and test[0].final_of == rec.best.submission_id  # type: ignore[union-attr]
+    final = rec.final
+    assert final is not None and final.status == "scored" and final.chosen_by == "best_dev"
+    assert final.score == test[0].score and final.test_baseline == rec.baseline.test_score
+    on_disk = RunRecord.model_validate_json((rd / "run.json").read_text())
+    assert on_disk.final == final and on_disk.config.final == "hidden"
+    console = Console(record=True, width=200)
+    show_run(on_disk, console)
+    shown = console.export_text()
+    assert "FINAL (hidden test)" in shown and "on the dev split" in shown
+    analysis = analyze_run(rd)
+    assert analysis.final == final and analysis.metrics.submissions == 3
+    assert "hidden final" in (rd / "summary.md").read_text()
+    # the seed the user passed is in no record of the run
+    assert "4242" not in (rd / "run.json").read_text()

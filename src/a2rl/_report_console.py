@@ -72,11 +72,14 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
     if record.baseline:
         head.add_row("baseline", _fmt(record.baseline.score))
+    dev = " on the dev split" if c.final == "hidden" else ""
     if record.best:
         head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({safe(record.best.submission_id)}), "
-                     f"improvement {record.improvement:+.2f}")
+                     f"improvement {record.improvement:+.2f}{dev}")
     else:
         head.add_row("best", "no valid submission")
+    if c.final == "hidden":
+        head.add_row("FINAL (hidden test)", final_line(record))
     if record.error:
         head.add_row("error", f"[red]{safe(record.error)}[/]")
     if run_dir:
@@ -84,16 +87,39 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     console.print(head)
     if record.submissions:
         table = Table(title="submissions")
-        for col in ("id", "at (s)", "model_path", "status", "score", "Δ", "eval s"):
+        for col in ("id", "at (s)", "model_path", "status", "score", "95% CI", "Δ", "eval s"):
             table.add_column(col, overflow="ellipsis", min_width=4)
         table.add_column("note", overflow="fold")
         for s in record.submissions:
             note = ("cached from " + s.cached_from if s.cached_from else
                     "" if s.valid else (s.error or "").split("\n")[0])
+            if s.split == "test":
+                note = f"hidden final of {s.final_of}"
+            elif s.significant is False:
+                note = ("within noise of the baseline; " + note).rstrip("; ")
+            ci = "—" if s.ci_low is None or s.ci_high is None else \
+                f"{s.ci_low:.1f}–{s.ci_high:.1f}"
             table.add_row(safe(s.id), _fmt(s.elapsed_s), safe(s.model_path), safe(s.status),
-                          _fmt(s.score), "—" if s.improvement is None else f"{s.improvement:+.2f}",
+                          _fmt(s.score), ci,
+                          "—" if s.improvement is None else f"{s.improvement:+.2f}",
                           _fmt(s.eval_seconds), safe(note[:120]))
         console.print(table)
+
+
+def final_line(record: RunRecord) -> str:
+    """The hidden-final headline in words: score with its interval against the base model on
+    the same hidden split, which submission it was and who chose it."""
+    f = record.final
+    if f is None:
+        return "[yellow]not evaluated (the run ended before the final evaluation)[/]"
+    if f.status != "scored" or f.score is None:
+        return f"[yellow]{safe(f.status)}[/]" + (f": {safe(f.error)}" if f.error else "")
+    ci = "" if f.ci_low is None or f.ci_high is None else f" [{f.ci_low:.2f}, {f.ci_high:.2f}]"
+    noise = {True: "significant", False: "within noise", None: "significance unknown"}[f.significant]
+    return (f"[bold]{f.score:.2f}[/]{ci} vs base {_fmt(f.test_baseline)}"
+            + ("" if f.improvement is None else f", improvement {f.improvement:+.2f}")
+            + f" ({noise}); {safe(f.submission_id)} {safe(f.model_path)}, chosen by "
+              f"{safe(f.chosen_by)}; it scored {_fmt(f.dev_score)} on the dev split")
 
 
 def list_runs(runs_dir: Path, console: Console) -> None:

@@ -82,6 +82,17 @@ def run(
                                          "--allow-host, through a recording proxy), none (no "
                                          "egress), or full (the host's network; flagged).")
                        ] = "allowlist",
+    final: Annotated[str, typer.Option(help="off: the result is the best submission; hidden: "
+                                       "feedback from a dev split, one final model scored "
+                                       "once on a hidden test split (the headline).")] = "off",
+    test_fraction: Annotated[float, typer.Option(help="With --final hidden: share of the "
+                                                 "held-out items in the test split.")] = 0.5,
+    keep_artifacts: Annotated[str, typer.Option(help="Evaluated snapshots kept on disk: all, "
+                                                "scored, or best.")] = "scored",
+    max_submissions: Annotated[int | None, typer.Option(help="Cap on submissions accepted "
+                                                        "for evaluation.")] = None,
+    min_interval: Annotated[str | None, typer.Option(help="Least time between two accepted "
+                                                     "submissions (90s, 5m, …).")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
@@ -89,7 +100,33 @@ def run(
             no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
             runs_dir=runs_dir, echo_agent=echo_agent, driver=driver,
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
-            allow_host=allow_host or [])
+            allow_host=allow_host or [],
+            grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
+                                     min_interval))
+
+
+def _grading_options(final: str, test_fraction: float, keep_artifacts: str,
+                     max_submissions: int | None, min_interval: str | None) -> dict[str, object]:
+    """The grading protocol options of `a2rl run`, checked before anything heavy starts."""
+    from a2rl._errors import A2RLError
+    from a2rl._util import parse_duration
+
+    if final not in ("off", "hidden"):
+        raise A2RLError(f"unknown --final {final!r}", "use --final off (default) or hidden")
+    if not 0.0 < test_fraction < 1.0:
+        raise A2RLError(f"--test-fraction {test_fraction} is not between 0 and 1",
+                        "e.g. --test-fraction 0.5 (half the held-out items are hidden)")
+    if keep_artifacts not in ("all", "scored", "best"):
+        raise A2RLError(f"unknown --keep-artifacts {keep_artifacts!r}", "use all, scored or best")
+    if max_submissions is not None and max_submissions < 1:
+        raise A2RLError(f"--max-submissions {max_submissions} allows nothing",
+                        "give a positive number, or leave it out for no cap")
+    try:
+        interval = None if min_interval is None else parse_duration(min_interval)
+    except ValueError as exc:
+        raise A2RLError(str(exc), "use e.g. --min-interval 5m, 90s or seconds") from exc
+    return {"final": final, "test_fraction": test_fraction, "keep_artifacts": keep_artifacts,
+            "max_submissions": max_submissions, "min_interval_s": interval}
 
 
 def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
@@ -97,7 +134,8 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool,
             driver: str | None = None, driver_base_url: str | None = None,
             network: str = "allowlist", sandbox: str = "bwrap",
-            allow_host: list[str] | None = None) -> object:
+            allow_host: list[str] | None = None,
+            grading: dict[str, object] | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -132,7 +170,7 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
-                       **net)  # type: ignore[arg-type]
+                       **net, **(grading or {}))  # type: ignore[arg-type]
     console = Console()
     if tasks:
         from a2rl.runner import run_multi
@@ -229,15 +267,15 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
 
     from a2rl._errors import A2RLError
     from a2rl.analysis import analyze_run
+    from a2rl.grader import restore_task
     from a2rl.runner import load_run
-    from a2rl.tasks import get_task
 
     path = _find_run(run, runs_dir)
     record = load_run(path)
     heldout = None
     if record.task is not None:
         try:
-            heldout = get_task(record.task.name, record.task.params).heldout_items()
+            heldout = restore_task(record.task.name, record.task.params).heldout_items()
         except A2RLError as exc:  # e.g. a hub task analysed offline
             Console(stderr=True).print(f"[yellow]held-out items unavailable ({exc.message}); "
                                        "contamination is not checked[/]")

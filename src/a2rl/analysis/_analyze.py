@@ -484,9 +484,12 @@ class IterationBuilder:
 
 
 def _submissions(run_dir: Path, run: RunRecord) -> list[SubmissionRecord]:
-    """The ledger is the source of truth; run.json's copy is used when the ledger is gone."""
+    """The agent's submissions. The ledger is the source of truth; run.json's copy is used when
+    the ledger is gone. A hidden-final run's test-split record is the harness's own evaluation,
+    not an iteration of the agent's (it is `RunAnalysis.final`)."""
     ledger = run_dir / "ledger.jsonl"
-    return current_submissions(ledger) if ledger.exists() else list(run.submissions)
+    subs = current_submissions(ledger) if ledger.exists() else list(run.submissions)
+    return [r for r in subs if r.split != "test"]
 
 
 def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
@@ -614,7 +617,7 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         notes.append(f"imported from {run.imported.harness} ({run.imported.source}); not "
                      "recovered: " + "; ".join(run.imported.unrecovered))
     analysis = RunAnalysis(
-        run_id=run.run_id, task=run.config.task, route=run_route,
+        run_id=run.run_id, task=run.config.task, route=run_route, final=run.final,
         methods_attempted=sorted(all_methods | {m for it in iterations for m in it.methods}),
         methods_in_best=best_iter.methods if best_iter else [], metrics=metrics,
         experiments=experiments, strategy_changes=changes,
@@ -724,10 +727,17 @@ def render_iteration(it: IterationSummary) -> str:
 
 def render_overview(a: RunAnalysis) -> str:
     m = a.metrics
-    out = [f"# Run {a.run_id} ({a.task}): overview", "",
+    fin = a.final
+    hidden = [] if fin is None else [
+        f"- **hidden final** ({fin.status}): test-split score **{fin.score}** "
+        f"[{fin.ci_low}, {fin.ci_high}] vs base {fin.test_baseline}, improvement {fin.improvement}, "
+        f"significant {fin.significant}; {fin.submission_id} ({fin.model_path}) chosen by {fin.chosen_by}, "
+        f"dev score {fin.dev_score}" + (f"; {fin.error}" if fin.error else "")]
+    out = [f"# Run {a.run_id} ({a.task}): overview", "", *hidden,
            f"- route: **{a.route}**; methods attempted: {', '.join(a.methods_attempted) or 'none'};"
            f" in the best submission: {', '.join(a.methods_in_best) or 'none'}",
-           f"- baseline {m.baseline}, best {m.best}, improvement {m.improvement}; "
+           f"- baseline {m.baseline}, best {m.best}{' (dev split)' if hidden else ''}, "
+           f"improvement {m.improvement}; "
            f"{m.submissions} submissions, valid rate {m.valid_rate}, zero-score rate "
            f"{m.zero_score_rate}",
            f"- time to first improvement {hms(m.time_to_first_improvement_s)}, to best "

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from a2rl.records._grader import FinalResult
+
 FailureType = Literal["rollout construction failure", "reward/data design failure",
                       "training collapse/instability", "early coding failure",
                       "static shortcut without transfer"]
@@ -186,6 +188,9 @@ class RunAnalysis(BaseModel):
     """What this analysis could not determine, and why."""
     imported_from: str | None = None
     """The harness an imported run came from (None: an a2rl run)."""
+    final: FinalResult | None = None
+    """Hidden-final runs: the final model's one score on the hidden test split (run.json's
+    `final`), the run's headline; `metrics.best` is then the best on the dev split."""
     parse_warnings: list[str] = Field(default_factory=list)
     """What the transcript parser could not read (agent/parse_report.json: unreadable lines,
     unknown event types, errors the CLI reported), so a thin event log is never silent."""

@@ -7,7 +7,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from a2rl.records._grader import BaselineRecord, BestSoFar, SubmissionRecord
+from a2rl.records._grader import (
+    BaselineRecord,
+    BestSoFar,
+    FinalMode,
+    FinalResult,
+    KeepArtifacts,
+    SubmissionRecord,
+)
 
 RUN_FORMAT = 1
 
@@ -85,6 +92,17 @@ class RunConfig(BaseModel):
     (the host's network, loopback services included: flagged in every report)."""
     allow_hosts: list[str] = Field(default_factory=list)
     """--allow-host entries added to the derived allow-list (network allowlist)."""
+    final: FinalMode = "off"
+    """--final: off (the run's result is its best submission), or hidden (feedback from a dev
+    split; one final model scored once on a hidden test split is the headline)."""
+    test_fraction: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """--test-fraction: share of the held-out items in the hidden test split (final hidden)."""
+    keep_artifacts: KeepArtifacts = "scored"
+    """--keep-artifacts: which evaluated snapshots stay on disk (all, scored, best)."""
+    max_submissions: int | None = Field(default=None, ge=1)
+    """--max-submissions: cap on submissions accepted for evaluation (None: no cap)."""
+    min_interval_s: float | None = Field(default=None, ge=0)
+    """--min-interval: least seconds between two accepted submissions (None: no limit)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:
@@ -208,6 +226,9 @@ class RunRecord(BaseModel):
     """Where the agent reached the grader."""
     baseline: BaselineRecord | None = None
     """The base model's score on the same evaluation."""
+    final: FinalResult | None = None
+    """Hidden-final runs: the final model's one score on the hidden test split, the run's
+    headline (`best` is then the best on the dev split the agent got feedback from)."""
     submissions: list[SubmissionRecord] = Field(default_factory=list)
     """Final state of every submission (copied from ledger.jsonl at the end)."""
     best: BestSoFar | None = None

@@ -32,8 +32,11 @@ from a2rl.grader import (
     GraderConfig,
     GraderServer,
     SubmissionRecord,
+    public_fingerprint,
+    redacted_params,
     score_baseline,
 )
+from a2rl.grader._secret import redacted_spec, secret_fields
 from a2rl.models import resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
 from a2rl.runner._lifecycle import (
@@ -58,6 +61,7 @@ from a2rl.tasks import Task, get_task, list_tasks
 from a2rl.workspace import (
     GRADER_ENV,
     READ_ONLY_ENTRIES,
+    GradingProtocol,
     Workspace,
     build_multi_root,
     build_workspace,
@@ -152,8 +156,13 @@ class _TaskRun:
         self.run_dir.mkdir(parents=True)
         self.run_dir.chmod(0o700)  # other local users must not read the ledger or outputs
         self.ws_root = ws_root or self.run_dir / "workspace"
+        # The record shows the options the user passed with every secret one (a held-out seed
+        # given with --task-opt) replaced by a keyed fingerprint: run records are shared.
+        shown = config.model_copy(update={"task_params": redacted_spec(
+            {"params": config.task_params}, secret_fields(self.task.params),
+            self.task.name)["params"]})
         self.record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(),
-                                config=config, versions=package_versions(), sandboxed=sandboxed,
+                                config=shown, versions=package_versions(), sandboxed=sandboxed,
                                 harness_pid=os.getpid(), flags=run_flags(config, sandboxed))
         self.grader: Grader | None = None
         self.server: GraderServer | None = None
@@ -172,14 +181,17 @@ class _TaskRun:
                                  content_hash=base.content_hash, model_type=base.model_type)
         record.task = TaskInfo(name=task.name, version=task.version, level=task.level,
                                reward_kind=task.reward_kind,
-                               params=task.params.model_dump(mode="json"),
-                               fingerprint=task.fingerprint(), n_heldout=len(task.heldout_items()))
+                               params=redacted_params(task), fingerprint=public_fingerprint(task),
+                               n_heldout=len(task.heldout_items()))
         from a2rl.inference._chat import load_tokenizer, render_chat
 
         tokenizer = load_tokenizer(base.path)
         description = task.description(chat_preview=lambda m: render_chat(tokenizer, m))
+        protocol = GradingProtocol(final=config.final, max_submissions=config.max_submissions,
+                                   min_interval_s=config.min_interval_s)
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
-                                  budget_s=config.budget_s, description=description)
+                                  budget_s=config.budget_s, description=description,
+                                  protocol=protocol)
         if self.ws_root != self.run_dir / "workspace":  # multi: the run dir points at it
             (self.run_dir / "workspace").symlink_to(self.ws_root)
         record.timings.setup_s = round(time.monotonic() - started, 2)
@@ -189,14 +201,19 @@ class _TaskRun:
             bar = progress.add_task(f"scoring the baseline ({task.name})", total=None)
             baseline = score_baseline(
                 task, base, self.run_dir / "evals" / "baseline", timeout_s=config.eval_timeout_s,
-                on_progress=lambda d, t: progress.update(bar, completed=d, total=t))
+                on_progress=lambda d, t: progress.update(bar, completed=d, total=t),
+                final=config.final, test_fraction=config.test_fraction)
         self.baseline = record.baseline = baseline
         record.timings.baseline_s = round(time.monotonic() - t0, 2)
         atomic_write_text(self.run_dir / "baseline.json", baseline.model_dump_json(indent=2))
+        split = " dev-split" if config.final == "hidden" else ""
         self.console.print(f"baseline ({task.name}): [bold]{baseline.score:.2f}[/] on "
-                           f"{baseline.n_items} held-out items" +
+                           f"{baseline.n_items}{split} held-out items" +
                            (" (cached)" if baseline.cached else
                             f" ({baseline.eval_seconds:.0f} s)"))
+        if baseline.test_score is not None:
+            self.console.print(f"  hidden test split: {baseline.test_score:.2f} on "
+                               f"{baseline.test_n_items} items (never shown to the agent)")
         return self.ws
 
     def start_grader(self, progress: Progress) -> GraderServer:
@@ -206,7 +223,12 @@ class _TaskRun:
         self.events = _RunEvents(progress, self.summary)
         self.grader = Grader(self.run_dir, self.ws.root, self.task, self.base, self.baseline,
                              GraderConfig(budget_s=self.config.budget_s,
-                                          eval_timeout_s=self.config.eval_timeout_s),
+                                          eval_timeout_s=self.config.eval_timeout_s,
+                                          final=self.config.final,
+                                          test_fraction=self.config.test_fraction,
+                                          keep_artifacts=self.config.keep_artifacts,
+                                          max_submissions=self.config.max_submissions,
+                                          min_interval_s=self.config.min_interval_s),
                              events=self.events)
         self.server = GraderServer(self.grader, port=self.config.port if not
                                    self.config.tasks else 0,
@@ -235,6 +257,13 @@ class _TaskRun:
         if self.server is not None:
             self.server.stop()
         if self.grader is not None:
+            if self.config.final == "hidden" and record.exit_reason not in ("terminated",
+                                                                              "interrupted"):
+                # After the agent ended and every dev evaluation finished: the one score on the
+                # hidden test split. A run stopped by a signal skips it (it may take long);
+                # `a2rl runs repair` cannot run it either, so the record says why it is missing.
+                with self.console.status("hidden final evaluation on the test split"):
+                    record.final = self.grader.run_final()
             self.grader.close()
             record.submissions = self.grader.ledger.records()
             record.best = self.grader.ledger.best()

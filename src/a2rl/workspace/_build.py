@@ -56,12 +56,51 @@ def human_duration(seconds: float) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s % 60:02d} s"
 
 
-def render_instructions(mode: str, *, budget_s: float, workspace: Path) -> str:
+@dataclass(frozen=True)
+class GradingProtocol:
+    """What the instructions tell the agent about how its result is decided."""
+
+    final: str = "off"
+    """off: the best submission counts; hidden: dev feedback, one hidden final evaluation."""
+    max_submissions: int | None = None
+    min_interval_s: float | None = None
+
+    def text(self) -> str:
+        lines = ["- You may submit as often as you like" + (
+            "" if self.max_submissions is None and not self.min_interval_s else
+            ", within the limits below") + (
+            ". Your result is your best submission." if self.final != "hidden" else
+            ". Your result is decided by a hidden final evaluation (below).")]
+        if self.final == "hidden":
+            lines += [
+                "- **Hidden final evaluation.** The scores you get back are measured on a *dev* "
+                "part of the held-out items. When the run ends, ONE model is scored once on a "
+                "separate hidden test part that no reply ever reflects, and that score is your "
+                "result. Choose it with `POST $$A2RL_GRADER_URL/final` and the body "
+                '`{"submission_id": "s0003"}` (or `{"model_path": "output/v3"}`), or add '
+                '`"final": true` to a `/submit`; otherwise your best dev submission is used. '
+                "Tuning against the dev score alone overfits it."]
+        if self.max_submissions is not None:
+            lines.append(f"- At most {self.max_submissions} submissions are evaluated; later "
+                         "ones are rejected (rejected ones do not count).")
+        if self.min_interval_s:
+            lines.append(f"- Submissions closer than {self.min_interval_s:.0f} s to the previous "
+                         "accepted one are rejected with the time to wait.")
+        lines.append("- Every score comes with a 95% confidence interval (`ci_low`, `ci_high`) "
+                     "over the items, and `significant: false` when the difference from the "
+                     "baseline is within that noise.")
+        return "\n".join(lines)
+
+
+def render_instructions(mode: str, *, budget_s: float, workspace: Path,
+                        protocol: GradingProtocol | None = None) -> str:
     templates = resources.files("a2rl.workspace") / "templates"
     rules = (templates / f"{check_mode(mode)}.md").read_text().strip()
     common = Template((templates / "_common.md").read_text())
+    grading = Template((protocol or GradingProtocol()).text()).substitute()
     return common.substitute(mode=mode, mode_rules=rules, budget_human=human_duration(budget_s),
-                             workspace=str(workspace), machine=machine_facts())
+                             workspace=str(workspace), machine=machine_facts(),
+                             grading_protocol=grading)
 
 
 def _make_read_only(path: Path) -> None:
@@ -76,7 +115,7 @@ def _make_read_only(path: Path) -> None:
 
 
 def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, budget_s: float,
-                    description: str) -> Workspace:
+                    description: str, protocol: GradingProtocol | None = None) -> Workspace:
     """Create `root` (must not exist): model copy, train-visible data, docs, timer, code/, output/.
 
     The base model is copied, never linked: a link into a shared cache would let one run's agent
@@ -98,7 +137,7 @@ def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, b
                                                        "params": task.params.public()}, indent=1))
     (root / "description.md").write_text(description)
     (root / "instructions.md").write_text(render_instructions(mode, budget_s=budget_s,
-                                                              workspace=root))
+                                                              workspace=root, protocol=protocol))
     timer = root / "timer.sh"
     timer.write_text((resources.files("a2rl.workspace") / "templates" / "timer.sh").read_text())
     timer.chmod(0o555)
