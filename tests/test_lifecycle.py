@@ -93,7 +93,17 @@ class Harness:
         return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
     def eval_children(self) -> list[int]:
-        return [p for p in _pids_mentioning(self.run_dir / "evals")]
+        """Evaluation children: their command line names no path, their log is in evals/."""
+        needle = str(self.run_dir / "evals") + "/"
+        out = []
+        for entry in os.listdir("/proc"):
+            try:
+                fds = [os.readlink(f"/proc/{entry}/fd/{fd}") for fd in os.listdir(f"/proc/{entry}/fd")]
+            except OSError:
+                continue
+            if any(t.startswith(needle) for t in fds):
+                out.append(int(entry))
+        return out
 
     def stop(self, sig: int) -> int:
         self.proc.send_signal(sig)
@@ -125,7 +135,10 @@ def harness(tmp_path: Path, tiny_model: Path, a2rl_home: Path) -> Iterator[Calla
 
 
 def _no_leftovers(run_dir: Path) -> None:
-    _wait("the run's processes to be gone", lambda: not _pids_mentioning(run_dir), timeout=60)
+    from a2rl.runner._lifecycle import _processes_of
+
+    _wait("the run's processes to be gone", lambda: not _pids_mentioning(run_dir)
+          and not _processes_of(run_dir), timeout=60)
 
 
 def test_sigterm_during_the_baseline_closes_the_run(harness: Callable[..., Harness]) -> None:

@@ -113,8 +113,9 @@ def _kill_with_group(pid: int) -> None:
 
 
 def _processes_of(run_dir: Path) -> list[int]:
-    """Live processes whose cwd or command line lies in `run_dir` (the evaluation children
-    run with their job file there; the agent's sandbox mounts the workspace there)."""
+    """Live processes whose cwd, command line or an open file lies in `run_dir` (the
+    evaluation children write their log there; the agent's sandbox mounts the workspace
+    there)."""
     needle = str(run_dir.resolve())
     out: list[int] = []
     for entry in os.listdir("/proc"):
@@ -129,9 +130,27 @@ def _processes_of(run_dir: Path) -> list[int]:
                 cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if cwd == needle or cwd.startswith(needle + "/") or needle in cmd:
+        if cwd == needle or cwd.startswith(needle + "/") or needle in cmd \
+                or _holds_file_in(entry, needle):
             out.append(int(entry))
     return out
+
+
+def _holds_file_in(pid: str, needle: str) -> bool:
+    """An open descriptor inside the run directory (an evaluation child's log: its command
+    line names no path, its job comes on stdin)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(needle + "/"):
+            return True
+    return False
 
 
 def _alive(pid: int) -> bool:
