@@ -19,6 +19,16 @@ else
   echo "         Without bubblewrap 'a2rl run' refuses to start unless you pass --no-sandbox;" >&2
   echo "         without strace runs are not exec-traced (the analysis falls back to transcripts)." >&2
 fi
+# The second sandbox backend (rootless or root podman; runc because crun refuses hybrid cgroup
+# hierarchies, catatonit as the container's init). Optional: without it `--sandbox podman` says
+# what is missing and its contract tests are skipped.
+if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing podman runc catatonit (optional sandbox backend)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc catatonit >/dev/null; } \
+      || echo "WARNING: podman could not be installed; --sandbox podman stays unavailable" >&2
+  fi
+fi
 if command -v node >/dev/null 2>&1; then
   major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
   [ "$major" -ge 20 ] || echo "WARNING: Node.js $(node --version) is older than 20: the Gemini CLI needs 20+." >&2

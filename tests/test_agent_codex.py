@@ -75,8 +75,10 @@ def test_config_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert provider["model_providers"]["a2rl"]["base_url"] == "https://api.openai.com/v1"
     assert "web_search" not in provider and "model_reasoning_effort" not in provider
     # no hosted web search when the sandbox has no network (unless asked for)
-    offline = tomllib.loads(agent.home_files(agent_context(tmp_path, network="none"))[".codex/config.toml"])
-    assert offline["web_search"] == "disabled"
+    for policy in ("none", "allowlist"):  # hosted search would bypass the egress proxy
+        offline = tomllib.loads(agent.home_files(agent_context(tmp_path, network=policy))[
+            ".codex/config.toml"])
+        assert offline["web_search"] == "disabled"
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.delenv("CODEX_API_KEY")
     local = agent_context(tmp_path, driver_base_url="http://127.0.0.1:5/v1")

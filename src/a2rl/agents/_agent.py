@@ -43,7 +43,8 @@ class AgentContext:
     driver_base_url: str | None = None
     """--driver-base-url: a compatible endpoint instead of the provider's own."""
     network: str = "full"
-    """The sandbox's network policy (full | none); launchers turn off hosted tools under none."""
+    """The sandbox's network policy (allowlist | none | full); launchers turn off hosted tools
+    that would bypass the egress proxy under allowlist and none."""
     graders: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Mode multi: task → (grader URL, token); each task folder's grader.env has them too."""
 

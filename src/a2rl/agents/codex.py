@@ -102,10 +102,10 @@ class CodexAgent(CLIAgent):
                "check_for_update_on_startup = false"]
         if ctx.options.get("reasoning_effort"):
             top.append(f"model_reasoning_effort = {_toml_str(ctx.options['reasoning_effort'])}")
-        # Under --network none the hosted search (run on OpenAI's side) would reach the web
-        # the sandbox cuts off, so it is disabled unless asked for explicitly.
-        web_search = ctx.options.get("web_search") or ("disabled" if ctx.network == "none"
-                                                       else None)
+        # Under --network none or allowlist the hosted search (run on OpenAI's side, so past the
+        # egress proxy) would reach the web the sandbox cuts off: disabled unless asked for.
+        web_search = ctx.options.get("web_search") or (
+            "disabled" if ctx.network in ("none", "allowlist") else None)
         if web_search:
             top.append(f"web_search = {_toml_str(web_search)}")
         provider = ["[model_providers.a2rl]", 'name = "a2rl"',
