@@ -4,79 +4,13 @@ stream into these records; the analysis labels each turn with a phase from them.
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel
 
-from pydantic import BaseModel, Field
+# The records live in a2rl.records (one place for every persisted format); the launchers and
+# their parsers use them from here.
+from a2rl.records import AgentEvent, EventKind, ParseReport
 
-EventKind = Literal["turn", "tool_call", "command", "file_edit", "usage", "message"]
-
-
-class AgentEvent(BaseModel):
-    """One line of agent/events.jsonl."""
-
-    kind: EventKind
-    """What happened: a model turn, a tool call, a shell command, a file edit, token usage,
-    or a message (model text, or an error the CLI reported: extra["error"] = "1")."""
-    turn: int
-    """Index of the model turn the event belongs to (0-based)."""
-    t_s: float
-    """Seconds after the agent started."""
-    end_s: float | None = None
-    """For commands: when they finished."""
-    name: str | None = None
-    """Tool name (tool_call)."""
-    command: str | None = None
-    """Shell command line (command)."""
-    exit_code: int | None = None
-    """For commands: the exit status (None while unknown, e.g. still running or killed)."""
-    path: str | None = None
-    """File written or edited (file_edit), relative to the workspace."""
-    text: str | None = None
-    """Short text (message): what the model said, truncated; secrets scrubbed by the launcher."""
-    input_tokens: int | None = None
-    """For usage: prompt tokens (cached ones included). May be negative on a correction event
-    that brings a round's stream total down to the CLI's own total."""
-    output_tokens: int | None = None
-    """For usage: completion tokens (reasoning included)."""
-    cost_usd: float | None = None
-    """For usage: the CLI's cost estimate in USD, when it reports one."""
-    extra: dict[str, str] = Field(default_factory=dict)
-    """Launcher-specific details (status, error type, cache split, …)."""
-
-
-class ParseReport(BaseModel):
-    """What a transcript parser could and could not read (`agent/parse_report.json`): a
-    parser never fails silently; lines it cannot read are counted here, with a few samples."""
-
-    version: int = 1
-    """Format version of this record."""
-    parser: str = ""
-    """The launcher whose parser read the transcript (claude-code, codex, …)."""
-    lines: int = 0
-    """Physical lines in the transcript."""
-    json_objects: int = 0
-    """JSON objects read (one per line, or spread over several lines when pretty-printed)."""
-    multiline_objects: int = 0
-    """Of `json_objects`, those pretty-printed over several lines (OpenHands `--JSON Event--`)."""
-    timestamp_prefixed: int = 0
-    """Lines that carried a `[ISO-time] ` prefix (PostTrainBench's transcripts), stripped."""
-    harness_lines: int = 0
-    """a2rl's own lines in the transcript (`{"a2rl_session": …}`: round starts), not the CLI's."""
-    text_lines: int = 0
-    """Plain non-JSON lines (the CLI's own log and warnings on stderr): expected, not errors."""
-    unparsed_lines: int = 0
-    """Lines that looked like JSON (start with `{`) but could not be decoded."""
-    unparsed_samples: list[str] = Field(default_factory=list)
-    """The first few unreadable lines (truncated), to see what went wrong."""
-    unknown_types: dict[str, int] = Field(default_factory=dict)
-    """JSON events of a type the parser does not know → how many (skipped)."""
-    events: int = 0
-    """AgentEvents written to agent/events.jsonl."""
-    cli_errors: list[str] = Field(default_factory=list)
-    """Errors the CLI itself reported in its stream (loop detected, turn limit, API errors)."""
-    warnings: list[str] = Field(default_factory=list)
-    """Human-readable problems of this parse (unreadable lines, nothing recognised, usage
-    corrections): analysis.json shows them."""
+__all__ = ["AgentEvent", "EventKind", "ParseReport", "ParseResult"]
 
 
 class ParseResult(BaseModel):

@@ -18,28 +18,12 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel
+from a2rl.records import ExecEvent
 
 _EXEC = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+execve\("((?:[^"\\]|\\.)*)", \[(.*?)\]\.?\.?\.?, .*\) = (\S+)')
 _EXIT = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+\+\+\+ (?:exited with (\d+)|killed by (SIG\w+))")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
-
-
-class ExecEvent(BaseModel):
-    """One line of `agent/exec.jsonl`: one process image the agent started."""
-
-    pid: int
-    """Process id as the tracer (outside the sandbox) sees it."""
-    start_s: float
-    """Seconds after the agent started when the program was exec'd."""
-    end_s: float | None
-    """When the process ended (None: still running when the trace stopped)."""
-    exit_code: int | None
-    """Exit status; negative = killed by that signal number."""
-    program: str
-    """Path of the executable."""
-    argv: list[str]
 
 
 def strace_available() -> str | None:

@@ -51,7 +51,7 @@ class ExecEvent(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     pid: int
-    """Process id inside the sandbox's PID namespace."""
+    """Process id as the tracer (outside the sandbox) sees it."""
     start_s: float
     """Seconds after the agent started when the program was exec'd."""
     end_s: float | None
