@@ -264,6 +264,7 @@ def test_hidden_final_run_reports_dev_feedback_and_the_test_score_apart(tmp_path
     show_run(on_disk, console)
     shown = console.export_text()
     assert "FINAL (hidden test)" in shown and "on the dev split" in shown
+    assert on_disk.task is not None and on_disk.task.scorer and "scorer" in shown
     analysis = analyze_run(rd)
     assert analysis.final == final and analysis.metrics.submissions == 3
     assert "hidden final" in (rd / "summary.md").read_text()

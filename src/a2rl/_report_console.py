@@ -55,6 +55,9 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     c = record.config
     head.add_row("task / agent / mode",
                  safe(f"{c.task} / {_agent_label(c.agent, 60)} / {c.mode}"))
+    if record.task and record.task.scorer:
+        head.add_row("scorer", safe(f"{record.task.scorer} (task {record.task.name} "
+                                    f"v{record.task.version})"))
     if record.model:
         head.add_row("model", f"{safe(record.model.spec)}  [dim]{safe(record.model.content_hash[:12])}[/]")
     if record.agent_package or c.driver:

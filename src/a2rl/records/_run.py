@@ -128,10 +128,14 @@ class TaskInfo(BaseModel):
     reward_kind: str
     """How the task scores (exact match, unit tests, judge, environment reward)."""
     params: dict[str, Any]
-    """All task options after defaults (the held-out seed included: run.json is outside the
-    workspace)."""
+    """All task options after defaults, with every secret one (the held-out seed) replaced by
+    a keyed fingerprint (`hmac:…`): a reader of the record cannot regenerate the test set."""
     fingerprint: str
-    """Identity of the evaluation (task, version, options, held-out items)."""
+    """Identity of the evaluation (task, version, options, held-out items), keyed with the
+    installation's grader key so it cannot be inverted to the seed."""
+    scorer: str | None = None
+    """What the score is: the reference scorer it reproduces and its version (e.g. lm-eval
+    0.4.13 gsm8k exact_match, strict-match), or a2rl's own."""
     n_heldout: int
     """Held-out items the grader scores on."""
 

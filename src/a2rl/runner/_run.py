@@ -182,7 +182,7 @@ class _TaskRun:
         record.task = TaskInfo(name=task.name, version=task.version, level=task.level,
                                reward_kind=task.reward_kind,
                                params=redacted_params(task), fingerprint=public_fingerprint(task),
-                               n_heldout=len(task.heldout_items()))
+                               scorer=task.scorer(), n_heldout=len(task.heldout_items()))
         from a2rl.inference._chat import load_tokenizer, render_chat
 
         tokenizer = load_tokenizer(base.path)

@@ -160,6 +160,12 @@ class Task(ABC):
             raise A2RLError(f"template {path} has a malformed placeholder: {exc}",
                             "write $name or ${name} for a value, $$ for a literal $") from exc
 
+    def scorer(self) -> str:
+        """What the score is, in words, for the description and the records (run.json): the
+        reference implementation (and version) it reproduces, or that it is a2rl's own. Tasks
+        that reproduce a reference scorer override this."""
+        return f"a2rl's own {self.name} scorer (task version {self.version})"
+
     def fingerprint(self) -> str:
         """Identity of the evaluation (task version + params + held-out items) for cache keys."""
         return stable_hash({"task": self.name, "version": self.version,
