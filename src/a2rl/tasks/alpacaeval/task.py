@@ -541,42 +541,10 @@ class AlpacaEvalTask(StaticTextTask):
             held_src = f"{n_eval} hand-written instructions with hand-written reference answers"
             lc_status = ("not used with the offline source (LC needs AlpacaEval's per-instruction data), "
                          "so the score is the **raw win rate**")
-        return f"""# Task: alpacaeval (level L2, LLM-judge reward)
-
-Make the model a better general-purpose assistant: its answers to open-ended instructions are
-compared, one by one, with strong reference answers by an LLM judge (AlpacaEval 2.0 protocol).
-
-## Data you may use
-`data/train.jsonl`: {len(train)} instruction-following examples from {data_src}.
-One JSON object per line: `id`, `instruction`, `input` (often empty), `output` (an example answer, of uneven
-quality) and `prompt` (the single user message built from them: the instruction, plus a blank
-line and the input when `input` is not empty). {removed} rows whose instruction is also an
-evaluation instruction (ignoring case and spacing) were removed. You may create more
-training data yourself.
-
-## How a submission is evaluated (exactly)
-- Held-out set: {held_src}. You never see them or their reference answers.
-- Each instruction is sent verbatim as one user message (no system message is added by the
-  evaluator), rendered with the **base model's chat template** (a chat template inside your
-  submission is ignored). For the first training example the model sees exactly:
-
-```
-{rendered}
-```
-
-- Decoding: greedy, at most {self.generation.max_new_tokens} new tokens, stop at the end-of-turn token;
-  an answer cut off at the limit is judged as it is. Generation settings in your submission
-  (`generation_config.json`) are ignored.
-{judging}
-- Per item: your answer wins = 1, TIE = 0.5, loses = 0 (a weighted judge gives values in
-  between). Win rate = 100 × mean over the items with a preference (alpaca_eval
-  {ALPACA_EVAL_VERSION}'s `get_winrate`).
-- Score (0–100): the **length-controlled (LC) win rate** when available, else the raw win rate.
-  LC is AlpacaEval 2.0's metric, computed with the `alpaca_eval` package's own GLM: the win rate
-  predicted for an answer of the same length as the reference, so padding answers does not pay.
-  LC is {lc_status}.
-  The evaluation record states which one was used.
-"""
+        return self.render_template(
+            n_train=len(train), data_src=data_src, removed=removed, held_src=held_src,
+            rendered=rendered, max_new_tokens=self.generation.max_new_tokens, judging=judging,
+            alpaca_eval_version=ALPACA_EVAL_VERSION, lc_status=lc_status)
 
 
 # ---- Hub access and LC ----------------------------------------------------------------------

