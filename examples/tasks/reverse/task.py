@@ -52,8 +52,7 @@ class ReverseTask(StaticTextTask):
         return ItemVerdict(score=float(answer == item["answer"]), extracted=answer)
 
     def write_train_data(self, data_dir: Path) -> list[Path]:
-        # Drawn without looking at the held-out items: "train minus held-out" would let an agent
-        # read the test set off the gap. The chance overlap of two random draws reveals nothing.
+        # Never "train minus held-out": the gap would reveal the test set. Draw independently.
         rows = make_items(TRAIN_SEED, self.params.n_train)
         data_dir.mkdir(parents=True, exist_ok=True)
         (path := data_dir / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
