@@ -199,8 +199,7 @@ def test_a_tokenizer_rewrite_into_the_exploit_is_just_a_failing_program(tmp_path
     task = get_task("humaneval", {"max_heldout": 3, "timeout_s": 20})
     assert isinstance(task, HumanEvalTask)
     items: list[dict[str, Any]] = task.heldout_items()
-    outcome = task.score_completions(items, ["<prompt>"] * len(items),
-                                     [[rewritten] * len(items)],
-                                     executor=CodeExecutor(LIMITS))
+    task.__dict__["executor"] = CodeExecutor(LIMITS)  # the cached executor, with these limits
+    outcome = task.score_batch(items, ["<prompt>"] * len(items), [[rewritten] * len(items)])
     assert outcome.score == 0.0
     assert all(d["status"] == ["failed"] for d in outcome.details)
