@@ -30,16 +30,43 @@ def strace_available() -> str | None:
     return shutil.which("strace")
 
 
-def traced_command(argv: list[str], *, strace: str, log: Path) -> list[str]:
+def traced_command(argv: list[str], *, strace: str, log: Path,
+                   extra_syscalls: Sequence[str] = ()) -> list[str]:
     """Wrap the sandbox's command line `argv` (run by the harness, outside the sandbox) so
     strace follows every process and writes each exec to `log`, a path the sandbox cannot
-    reach."""
-    return [strace, "-f", "-q", "--seccomp-bpf", "-e", "trace=execve", "-e", "signal=none",
+    reach. `extra_syscalls` are traced too (the skills scaffold adds opens); `parse_exec_log`
+    skips their lines."""
+    trace = ",".join(["execve", *extra_syscalls])
+    return [strace, "-f", "-q", "--seccomp-bpf", "-e", f"trace={trace}", "-e", "signal=none",
             "-ttt", "-s", "4096", "-o", str(log), "--", *argv]
 
 
 def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)
+
+
+_UNFINISHED = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+(.*?) <unfinished \.\.\.>$")
+_RESUMED = re.compile(r"^(\d+)\s+\d+\.\d+\s+<\.\.\. \w+ resumed>(.*)$")
+
+
+def join_unfinished(text: str) -> list[str]:
+    """The log's lines with each call that strace split (`<unfinished ...>` when another
+    process's event came in between, then `<... execve resumed>`) joined into one line at the
+    call's start time. Without this the execs of busy, parallel processes are lost."""
+    out: list[str] = []
+    pending: dict[str, tuple[int, str]] = {}
+    for line in text.splitlines():
+        if m := _UNFINISHED.match(line):
+            pending[m[1]] = (len(out), f"{m[1]} {m[2]} {m[3]}")
+            out.append("")  # the joined line takes this place (start-time order)
+        elif (m := _RESUMED.match(line)) and m[1] in pending:
+            index, head = pending.pop(m[1])
+            out[index] = head + m[2]
+        else:
+            out.append(line)
+    for index, head in pending.values():  # never resumed (killed mid-call)
+        out[index] = head
+    return out
 
 
 def parse_exec_log(text: str, t0: float, *,
@@ -48,7 +75,7 @@ def parse_exec_log(text: str, t0: float, *,
     An exec whose argv starts with one of `hide` (the sandbox's own programs) is dropped."""
     by_pid: dict[int, ExecEvent] = {}
     done: list[ExecEvent] = []
-    for line in text.splitlines():
+    for line in join_unfinished(text):
         if m := _EXEC.match(line):
             pid, ts, program, args, result = int(m[1]), float(m[2]), m[3], m[4], m[5]
             if result != "0":

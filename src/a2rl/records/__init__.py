@@ -55,6 +55,7 @@ from a2rl.records._run import (
     TaskInfo,
     Timings,
 )
+from a2rl.records._skills import SkillManifest, SkillUsage
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "run": (RunRecord, "run.json"),
@@ -71,6 +72,8 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "final-result": (FinalResult, "final.json (hidden-final runs)"),
     "final-designation": (FinalDesignation, "POST /final answer"),
     "items": (ItemValues, "items.json of an evaluation"),
+    "skill-library": (SkillManifest, "scaffold/skills/library.json (--scaffold skills)"),
+    "skill-usage": (SkillUsage, "scaffold/skills/usage.json (--scaffold skills)"),
 }
 """Record name → (model, where it is stored)."""
 
@@ -98,4 +101,5 @@ __all__ = [
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
+    "SkillManifest", "SkillUsage",
 ]
