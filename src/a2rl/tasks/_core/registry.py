@@ -18,6 +18,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "deepsearchqa": "a2rl.tasks.deepsearchqa:DeepSearchQATask",
     "webshop": "a2rl.tasks.webshop:WebShopTask",
     "alfworld": "a2rl.tasks.alfworld:ALFWorldTask",
+    "aime2025": "a2rl.tasks.aime2025:AIME2025Task",
 }
 DEFAULT_TASK = "arith"
 
