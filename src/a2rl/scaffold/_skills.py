@@ -243,6 +243,22 @@ class _Matcher:
             yield name, origin, rest
 
 
+_WRITE_PREFIX = re.compile(r"(?:>>?|\btee(?:\s+-\S+)*|\b(?:mkdir|touch|rm)(?:\s+-\S+)*)\s*$")
+
+
+def _command_refs(matcher: _Matcher, command: str) -> Iterator[tuple[str, SkillOrigin, str]]:
+    """Skill files a shell command line reads: references right after a redirection (`>`,
+    `>>`), `tee`, `mkdir`, `touch` or `rm` are the agent writing, not reading."""
+    for m in _REF.finditer(command):
+        if _WRITE_PREFIX.search(command[:m.start()]):
+            continue
+        yield from matcher.refs(m[0], need_file=True)
+
+
+_NOT_READERS = {"tee", "mkdir", "touch", "rm", "rmdir", "ln"}
+_COPIERS = {"cp", "mv", "install", "rsync"}
+
+
 # ---- the exec trace -------------------------------------------------------------------------
 _LINE = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+(.*)$")
 _OPEN = re.compile(r'^(open|openat|openat2)\((?:[^,"]*,\s*)?"((?:[^"\\]|\\.)*)"(.*)$')
@@ -285,8 +301,8 @@ def _trace_opens(text: str, t0: float,
 
 def _open_reads(path: str, flags: str, ts: float, t0: float, prog: str,
                 matcher: _Matcher) -> list[SkillRead]:
-    if "O_DIRECTORY" in flags:
-        return []
+    if any(f in flags for f in ("O_DIRECTORY", "O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC")):
+        return []  # a listing or a write (the agent writing its own skill), not a read
     return [SkillRead(skill=s, origin=o, file=f, t_s=round(ts - t0, 3), source="open",
                       detail=prog[:80])
             for s, o, f in matcher.refs(path, need_file=True)]
@@ -336,10 +352,12 @@ def _exec_reads(run_dir: Path, matcher: _Matcher) -> list[SkillRead] | None:
     reads = []
     for ev in events:
         prog = os.path.basename(ev.program)
-        if prog in _SHELLS:
+        if prog in _SHELLS or prog in _NOT_READERS:
             continue
+        # a copy reads its sources; its last argument is the destination
+        args = ev.argv[1:-1] if prog in _COPIERS else ev.argv[1:]
         seen: set[tuple[str, str]] = set()
-        for arg in ev.argv[1:]:
+        for arg in args:
             for s, o, f in matcher.refs(arg, need_file=True):
                 if (o, s) not in seen:
                     seen.add((o, s))
@@ -394,14 +412,40 @@ def _tool_calls(obj: Any) -> Iterator[tuple[str, str, dict[str, Any] | str]]:
             yield from _tool_calls(v)
 
 
-def _is_shell(args: dict[str, Any] | str) -> bool:
+_SHELL_TOOL = re.compile(r"bash|shell|terminal|exec|run_command|command_execution", re.I)
+_WRITE_TOOL = re.compile(r"write|edit|create|patch|replace|insert|apply|multiedit", re.I)
+_WRITE_ARGS = ("content", "new_string", "old_string", "new_str", "old_str", "file_text", "patch",
+               "edits")
+
+
+def _as_dict(args: dict[str, Any] | str) -> dict[str, Any]:
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            parsed = json.loads(args)
         except ValueError:
-            return False
-    return isinstance(args, dict) and any(isinstance(args.get(k), str | list)
-                                          for k in _SHELL_ARGS)
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return args
+
+
+def _is_shell(name: str, args: dict[str, Any] | str) -> bool:
+    """A shell tool (its commands are read from events.jsonl, the parser's own reading)."""
+    if _SHELL_TOOL.search(name):
+        return True
+    command = next((_as_dict(args)[k] for k in _SHELL_ARGS if k in _as_dict(args)), None)
+    # a file tool's sub-command (`view`, `create`) is one word; a shell line is not
+    return isinstance(command, list) or (isinstance(command, str) and len(command.split()) > 1)
+
+
+def _is_write(name: str, args: dict[str, Any] | str) -> bool:
+    """A tool call that writes a file (the agent writing its own skill is not a read)."""
+    fields = _as_dict(args)
+    if any(k in fields for k in _WRITE_ARGS):
+        return True
+    command = fields.get("command")
+    if isinstance(command, str) and command:  # file_editor-style tools: the sub-command decides
+        return bool(_WRITE_TOOL.search(command))
+    return bool(_WRITE_TOOL.search(name))
 
 
 def _transcript_reads(run_dir: Path, matcher: _Matcher) -> tuple[list[SkillRead], bool]:
@@ -425,7 +469,8 @@ def _transcript_reads(run_dir: Path, matcher: _Matcher) -> tuple[list[SkillRead]
             except ValueError:
                 continue
             for call_id, name, args in _tool_calls(obj):
-                if _is_shell(args) or (call_id and call_id in seen_ids):
+                if (call_id and call_id in seen_ids) or _is_shell(name, args) or \
+                        _is_write(name, args):
                     continue
                 hits = {(s, o): f for text in _strings(args)
                         for s, o, f in matcher.refs(text, need_file=False)}
@@ -441,7 +486,7 @@ def _transcript_reads(run_dir: Path, matcher: _Matcher) -> tuple[list[SkillRead]
 
         for ev in read_jsonl(events, AgentEvent):
             if ev.kind == "command" and ev.command:
-                hits = {(s, o): f for s, o, f in matcher.refs(ev.command, need_file=True)}
+                hits = {(s, o): f for s, o, f in _command_refs(matcher, ev.command)}
                 reads += [SkillRead(skill=s, origin=o, file=f, t_s=ev.t_s, source="transcript",
                                     detail="shell") for (s, o), f in hits.items()]
     return reads, found
