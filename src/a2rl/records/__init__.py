@@ -55,6 +55,15 @@ from a2rl.records._run import (
     TaskInfo,
     Timings,
 )
+from a2rl.records._scaffold import (
+    COMPONENTS,
+    SCAFFOLD_FORMAT,
+    CheckpointEvent,
+    EvaluatorReport,
+    JournalEntry,
+    PlanEvent,
+    ScaffoldConfig,
+)
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "run": (RunRecord, "run.json"),
@@ -71,6 +80,10 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "final-result": (FinalResult, "final.json (hidden-final runs)"),
     "final-designation": (FinalDesignation, "POST /final answer"),
     "items": (ItemValues, "items.json of an evaluation"),
+    "journal-entry": (JournalEntry, "scaffold/journal.jsonl"),
+    "evaluator-report": (EvaluatorReport, "scaffold/evaluations.jsonl"),
+    "plan-event": (PlanEvent, "scaffold/plans.jsonl"),
+    "checkpoint-event": (CheckpointEvent, "scaffold/checkpoints.jsonl"),
 }
 """Record name → (model, where it is stored)."""
 
@@ -98,4 +111,6 @@ __all__ = [
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
+    "COMPONENTS", "SCAFFOLD_FORMAT", "CheckpointEvent", "EvaluatorReport", "JournalEntry",
+    "PlanEvent", "ScaffoldConfig",
 ]
