@@ -8,6 +8,7 @@ verified training experiment (k/d/g of analysis.json) and the recorded code snap
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -63,9 +64,11 @@ def _fmt(e: Experiment) -> str:
 
 def _changed_lines(run_dir: Path, snaps: list[Snapshot], t0: float, t1: float) -> list[str]:
     """Lines of the agent's code (not output/) added between the last snapshot at or before t0
-    and the first one at or after t1."""
+    and the code when the experiment at t1 started: the last snapshot after t0 and at or before
+    t1, else the first one after t1."""
     old = [s for s in snaps if s.elapsed_s <= t0]
-    new = [s for s in snaps if s.elapsed_s >= t1]
+    new = [s for s in snaps if t0 < s.elapsed_s <= t1][-1:] or \
+        [s for s in snaps if s.elapsed_s > t1][:1]
     if not new:
         return []
     try:
@@ -272,10 +275,11 @@ def scaffold_analysis(run_dir: Path, analysis: RunAnalysis,
     out.tokens = _usage_tokens(analysis)
     if config.baseline_run:
         base = Path(config.baseline_run)
-        try:
-            base_analysis = RunAnalysis.model_validate_json((base / "analysis.json").read_text())
-            out.baseline_tokens = _usage_tokens(base_analysis)
-        except (OSError, ValueError) as exc:
+        try:  # only its usage: an older analysis format still has it
+            usage = json.loads((base / "analysis.json").read_text()).get("usage") or {}
+            out.baseline_tokens = int(usage.get("input_tokens", 0) +
+                                      usage.get("output_tokens", 0)) or None
+        except (OSError, ValueError, AttributeError) as exc:
             log.warning("baseline run %s has no readable analysis.json: %s", base, exc)
     if out.tokens is not None and out.baseline_tokens:
         out.token_ratio = round(out.tokens / out.baseline_tokens, 4)

@@ -39,6 +39,7 @@ from a2rl.records._scaffold import (
 )
 from a2rl.scaffold import _prompts
 from a2rl.scaffold._llm import ScaffoldLLM
+from a2rl.scaffold._prompts import normalize_strategy
 
 if TYPE_CHECKING:
     from a2rl.grader import Grader
@@ -53,35 +54,6 @@ REVIEWS = "reviews"
 MAX_JOURNAL = 5000
 SCORED = ("scored", "baseline_copy")
 EVALUATED = ("scored", "baseline_copy", "failed")
-
-_ALIASES = {
-    "sft": "full SFT", "full sft": "full SFT", "full-sft": "full SFT", "fullsft": "full SFT",
-    "lora": "PEFT", "qlora": "PEFT", "peft": "PEFT", "adapter": "PEFT",
-    "rl": "RL", "grpo": "RL", "ppo": "RL", "rloo": "RL", "reinforce": "RL", "dapo": "RL",
-    "preference": "preference", "dpo": "preference", "orpo": "preference", "kto": "preference",
-    "simpo": "preference", "distillation": "distillation", "kd": "distillation",
-    "reward model": "reward model", "rm": "reward model",
-    "curated": "curated", "given": "curated", "provided": "curated", "train": "curated",
-    "self-generated": "self-generated", "self generated": "self-generated",
-    "synthetic": "self-generated", "generated": "self-generated", "mixed": "mixed",
-    "from base": "from base", "base": "from base", "from checkpoint": "from checkpoint",
-    "checkpoint": "from checkpoint", "from-checkpoint": "from checkpoint",
-    "from-base": "from base",
-}
-
-
-def normalize_strategy(value: Any) -> Any:
-    """A strategy dict with common spellings mapped onto paper B's vocabulary (GRPO → RL,
-    LoRA → PEFT, base → from base, ...); anything else is left for validation to reject."""
-    if not isinstance(value, dict):
-        return value
-    out = dict(value)
-    for key in ("k", "d", "g"):
-        v = out.get(key)
-        if isinstance(v, str):
-            out[key] = _ALIASES.get(v.strip().lower(), v.strip())
-    return out
-
 
 def strategy_fix() -> str:
     return (f"use k in {list(PARADIGMS)}, d in {list(DATA_SOURCES)}, g in "
@@ -369,7 +341,9 @@ class Scaffold:
                                  task=self.task.name, baseline=rec.baseline, submission=rec.id,
                                  model_path=rec.model_path, strategy=self.strategy,
                                  code=code_files(self.workspace / "code"),
-                                 journal=self.journal(), history=self._history(rec.id)),
+                                 journal=[e for e in self.journal() if not (
+                                     e.author == "harness" and e.text.startswith(f"{rec.id} "))],
+                                 history=self._history(rec.id)),
                              _prompts.Expectation)
         if not isinstance(first.value, _prompts.Expectation):
             return self._failed(rec, f"evaluator ({first.failure}): {first.error}", len(outputs))
@@ -508,10 +482,11 @@ class Scaffold:
         if not self.on("revision") or self.grader is None or self.grader.elapsed() <= 0:
             return
         used = self.grader.elapsed() / self.budget_s
-        due = [f for f in sorted(self.config.revision_fractions)
-               if f <= used and f not in self._fired_fractions]
-        if due:
+        with self._lock:
+            due = [f for f in sorted(self.config.revision_fractions)
+                   if f <= used and f not in self._fired_fractions]
             self._fired_fractions.update(due)
+        if due:
             self.open_checkpoint([f"{round(100 * f)}% of the budget used" for f in due])
 
     def open_checkpoint(self, triggers: list[str]) -> CheckpointEvent | None:

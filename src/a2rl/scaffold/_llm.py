@@ -132,6 +132,8 @@ def _parse(resp: Any, schema: type[BaseModel], usage: dict[str, Any]) -> Reply:
         return Reply(None, "refused", "empty reply")
     found = _JSON_BLOCK.search(text)
     if found is None:
+        if "{" in text:  # a JSON object begun and never finished (cut off, or broken)
+            return Reply(None, "malformed", "an unfinished JSON object in the reply")
         # a plain-text answer is how most models decline a request
         return Reply(None, "refused", "no JSON object in the reply: " + text.strip()[:200])
     try:

@@ -8,9 +8,9 @@ Nothing held-out (items, answers, per-item verdicts) is ever put into a prompt.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from a2rl.records._scaffold import (
     DATA_SOURCES,
@@ -22,6 +22,35 @@ from a2rl.records._scaffold import (
     StrategyChange,
     TrainOutput,
 )
+
+_ALIASES = {
+    "sft": "full SFT", "full sft": "full SFT", "full-sft": "full SFT", "fullsft": "full SFT",
+    "lora": "PEFT", "qlora": "PEFT", "peft": "PEFT", "adapter": "PEFT",
+    "rl": "RL", "grpo": "RL", "ppo": "RL", "rloo": "RL", "reinforce": "RL", "dapo": "RL",
+    "preference": "preference", "dpo": "preference", "orpo": "preference", "kto": "preference",
+    "simpo": "preference", "distillation": "distillation", "kd": "distillation",
+    "reward model": "reward model", "rm": "reward model",
+    "curated": "curated", "given": "curated", "provided": "curated", "train": "curated",
+    "self-generated": "self-generated", "self generated": "self-generated",
+    "synthetic": "self-generated", "generated": "self-generated", "mixed": "mixed",
+    "from base": "from base", "base": "from base", "from checkpoint": "from checkpoint",
+    "checkpoint": "from checkpoint", "from-checkpoint": "from checkpoint",
+    "from-base": "from base",
+}
+
+
+def normalize_strategy(value: Any) -> Any:
+    """A strategy dict with common spellings mapped onto paper B's vocabulary (GRPO → RL,
+    LoRA → PEFT, base → from base, ...); anything else is left for validation to reject."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key in ("k", "d", "g"):
+        v = out.get(key)
+        if isinstance(v, str):
+            out[key] = _ALIASES.get(v.strip().lower(), v.strip())
+    return out
+
 
 VOCABULARY = (f"Strategy vocabulary (paper B): k (training paradigm) is one of "
               f"{', '.join(PARADIGMS)}; d (data source) one of {', '.join(DATA_SOURCES)}; "
@@ -55,6 +84,11 @@ class RawSuggestion(BaseModel):
     text: str = Field(min_length=1)
     change: StrategyChange | None = None
     target: str | None = None
+
+    @field_validator("change", mode="before")
+    @classmethod
+    def _spellings(cls, value: Any) -> Any:
+        return normalize_strategy(value)
 
 
 class Diagnosis(BaseModel):
