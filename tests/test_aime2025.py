@@ -259,3 +259,24 @@ def test_tiny_evaluation_with_a_real_model(tiny_model: Path) -> None:
     assert all(len(d["completions"]) == 2 for d in outcome.details)
     assert "\\boxed{}" in outcome.details[0]["prompt"]
     assert {"pass@2", "pass@1"} <= set(outcome.metrics)
+
+
+def test_offline_heldout_is_masked_in_the_sandbox(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from a2rl.sandbox import get_sandbox, sandbox_masks, task_mask_hooks
+
+    try:
+        box = get_sandbox("bwrap")
+        box.probe()
+    except A2RLError as exc:
+        pytest.skip(f"bwrap cannot start here: {exc.message}")
+    path = AIME2025Task.sandbox_masked_paths()[0]
+    probe = (f"import os\np={str(path)!r}\n"
+             "print(len(open(p).read()) if os.path.isfile(p) else -1)")
+    argv = box.wrap([sys.executable, "-c", probe], workspace=tmp_path,
+                    masks=sandbox_masks(*task_mask_hooks(["aime2025"])))
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.strip()) <= 0 and path.stat().st_size > 1000

@@ -22,6 +22,7 @@ from a2rl.scaffold._skills import (
     count_skill_reads,
     library_source,
     load_skill_usage,
+    mount_skills,
     parse_front_matter,
     prepare_skills,
     read_library,
@@ -75,6 +76,21 @@ def test_prepare_mounts_read_only_and_records_the_library(tmp_path: Path) -> Non
         prepare_skills(ws, run_dir)
     with pytest.raises(A2RLError, match="not made with --scaffold skills"):
         count_skill_reads(tmp_path)
+
+
+def test_mount_skills_is_the_scaffolds_entry_point(tmp_path: Path) -> None:
+    """`a2rl.scaffold._workspace.install` calls `mount_skills(workspace)` and uses
+    `read_only` and `instructions`; the records go to the run directory, the workspace's
+    parent."""
+    ws, run_dir = _run(tmp_path)
+    mount = mount_skills(ws)
+    assert mount.read_only == [ws.resolve() / LIBRARY_DIR]
+    assert mount.instructions == mount.index_markdown() and "## Skills" in mount.instructions
+    assert (run_dir / RECORD_DIR / "library.json").is_file()
+    inner = tmp_path / "other"
+    inner.mkdir()
+    with pytest.raises(A2RLError, match="inside the workspace"):
+        mount_skills(inner, run_dir=inner / "sub")
 
 
 def _bwrap():

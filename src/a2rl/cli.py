@@ -93,6 +93,12 @@ def run(
                                                         "for evaluation.")] = None,
     min_interval: Annotated[str | None, typer.Option(help="Least time between two accepted "
                                                      "submissions (90s, 5m, …).")] = None,
+    scaffold: Annotated[str | None, typer.Option(help="Experience-driven scaffold components, "
+                        "comma-separated: journal, skills, evaluator, plan-review, revision (or "
+                        "all). Off by default (the autonomous protocol).")] = None,
+    scaffold_opt: Annotated[list[str] | None, typer.Option(help="key=value for the scaffold "
+                            "(llm_base_url, llm_model, reviewer=person, revision_every=2, ...; "
+                            "`a2rl schema run` lists them).")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
@@ -102,7 +108,35 @@ def run(
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
             allow_host=allow_host or [],
             grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                     min_interval))
+                                     min_interval) | _scaffold_option(scaffold, scaffold_opt))
+
+
+def _scaffold_option(components: str | None, options: list[str] | None) -> dict[str, object]:
+    """--scaffold / --scaffold-opt as the RunConfig field (validated before anything heavy)."""
+    if components is None:
+        if options:
+            from a2rl._errors import A2RLError
+
+            raise A2RLError("--scaffold-opt without --scaffold", "add --scaffold journal,...")
+        return {}
+    from a2rl.scaffold import scaffold_config
+
+    return {"scaffold": scaffold_config(components, _pairs(options, "--scaffold-opt"))}
+
+
+@app.command()
+def review(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<task>/<run_id>).")],
+    verdict: Annotated[str | None, typer.Option(help="approve or revise (default: ask).")] = None,
+    rationale: Annotated[str | None, typer.Option(help="Why (default: ask).")] = None,
+    change: Annotated[list[str] | None, typer.Option(help="A requested change (revise; "
+                                                      "repeatable).")] = None,
+) -> None:
+    """Review the plan a scaffold run's agent submitted (--scaffold plan-review with
+    --scaffold-opt reviewer=person): shows it, records your verdict for the agent."""
+    from a2rl.scaffold._review_cli import review_run
+
+    review_run(run_dir, verdict=verdict, rationale=rationale, changes=change or [])
 
 
 def _grading_options(final: str, test_fraction: float, keep_artifacts: str,

@@ -689,6 +689,7 @@ class LiveSummary:
             self._append("summary.md", render_iteration(final) + "\n"
                          + render_overview(analysis))
             atomic_write_text(self.run_dir / "analysis.json", analysis.model_dump_json(indent=2))
+            _scaffold_section(self.run_dir, analysis)
             return analysis
 
 
@@ -697,6 +698,16 @@ def write_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
     atomic_write_text(run_dir / "summary.jsonl",
                       "".join(it.model_dump_json() + "\n" for it in analysis.iterations))
     atomic_write_text(run_dir / "summary.md", render_markdown(analysis))
+    _scaffold_section(run_dir, analysis)
+
+
+def _scaffold_section(run_dir: Path, analysis: RunAnalysis) -> None:
+    """Scaffold runs: scaffold.json and the scaffold's section of summary.md."""
+    if not (run_dir / "scaffold").is_dir():
+        return
+    from a2rl.analysis._scaffold import write_scaffold_analysis
+
+    write_scaffold_analysis(run_dir, analysis)
 
 
 def render_markdown(a: RunAnalysis) -> str:

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -25,6 +26,10 @@ from a2rl.grader._records import (
     SubmissionRecord,
     SubmitResponse,
 )
+from a2rl.records._scaffold import ScaffoldNotice
+
+if TYPE_CHECKING:
+    from a2rl.scaffold import Scaffold
 
 log = logging.getLogger("a2rl.grader")
 
@@ -40,6 +45,8 @@ class SubmitRequest(BaseModel):
     """False: return at once with status `pending`; poll GET /submissions/{id}."""
     final: bool = False
     """Hidden-final runs: designate this model as the final one once it is scored."""
+    evaluate: bool = False
+    """Scaffold runs with the evaluator: have the evaluator agent review this submission."""
 
 
 class FinalRequest(BaseModel):
@@ -72,7 +79,7 @@ class PublicSubmission(BaseModel):
                    ci_high=r.ci_high, significant=r.significant, split=r.split)
 
 
-def create_app(grader: Grader, token: str) -> FastAPI:
+def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> FastAPI:
     app = FastAPI(title="a2rl grader", docs_url=None, redoc_url=None, openapi_url=None)
     bearer = HTTPBearer(auto_error=False)
 
@@ -104,7 +111,8 @@ def create_app(grader: Grader, token: str) -> FastAPI:
     def status() -> StatusResponse:
         return grader.status()
 
-    @app.post("/submit", response_model=SubmitResponse, dependencies=auth)
+    @app.post("/submit", response_model=SubmitResponse if scaffold is None
+              else ScaffoldSubmitResponse, dependencies=auth)
     async def submit(request: Request) -> SubmitResponse:
         # Parse the body ourselves: agents often POST JSON without a Content-Type header.
         raw = await request.body()
@@ -115,6 +123,10 @@ def create_app(grader: Grader, token: str) -> FastAPI:
                                  f"{e.get('msg')}" for e in exc.errors())
             raise HTTPException(422, detail=f"malformed request ({problems}). "
                                 f"Expected: {SUBMIT_HELP}") from None
+        if scaffold is not None:
+            return await _scaffold_submit(scaffold, body)
+        if body.evaluate:
+            raise HTTPException(422, detail='"evaluate" needs a run with --scaffold evaluator')
         return await run_in_threadpool(grader.submit, body.model_path, wait=body.wait,
                                        final=body.final)
 
@@ -137,16 +149,51 @@ def create_app(grader: Grader, token: str) -> FastAPI:
     def submissions() -> list[PublicSubmission]:
         return [PublicSubmission.of(r) for r in grader.feedback_records()]
 
-    @app.get("/submissions/{submission_id}", response_model=PublicSubmission,
-             dependencies=auth)
+    @app.get("/submissions/{submission_id}", response_model=PublicSubmission
+             if scaffold is None else ScaffoldPublicSubmission, dependencies=auth)
     def submission(submission_id: str) -> PublicSubmission:
         rec = grader.ledger.get(submission_id)
         if rec is None or rec.split == "test":
             raise HTTPException(404, detail=f"no submission {clean_path_text(submission_id)!r}; "
                                 "GET /submissions lists them")
+        if scaffold is not None:
+            return ScaffoldPublicSubmission(**PublicSubmission.of(rec).model_dump(),
+                                            scaffold=scaffold.notice(rec.id))
         return PublicSubmission.of(rec)
 
+    if scaffold is not None:
+        _add_scaffold_routes(app, scaffold, auth)
     return app
+
+
+# ---- the experience-driven scaffold (--scaffold; a2rl.scaffold owns the logic) -------------
+
+class ScaffoldSubmitResponse(SubmitResponse):
+    """/submit in a scaffold run: the grader's reply plus the scaffold's part."""
+
+    scaffold: ScaffoldNotice
+    """Evaluator report (when asked), pending revision decision, plan-review state."""
+
+
+class ScaffoldPublicSubmission(PublicSubmission):
+    """GET /submissions/{id} in a scaffold run: the record plus the scaffold's part."""
+
+    scaffold: ScaffoldNotice
+
+
+async def _scaffold_submit(scaffold: Scaffold, body: SubmitRequest) -> ScaffoldSubmitResponse:
+    try:
+        reply, notice = await run_in_threadpool(scaffold.submit, body.model_path, wait=body.wait,
+                                                final=body.final, evaluate=body.evaluate)
+    except A2RLError as exc:
+        raise HTTPException(422, detail=str(exc)) from None
+    return ScaffoldSubmitResponse(**reply.model_dump(), scaffold=notice)
+
+
+def _add_scaffold_routes(app: FastAPI, scaffold: Scaffold, auth: list[object]) -> None:
+    from a2rl.scaffold._routes import scaffold_router
+
+    app.include_router(scaffold_router(scaffold), dependencies=auth)  # type: ignore[arg-type]
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -168,7 +215,8 @@ class GraderServer:
     """uvicorn serving `create_app(grader, token)` from a background thread."""
 
     def __init__(self, grader: Grader, *, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None, log_file: Path | None = None) -> None:
+                 token: str | None = None, log_file: Path | None = None,
+                 scaffold: Scaffold | None = None) -> None:
         import uvicorn
 
         self.token = token or secrets.token_urlsafe(32)
@@ -182,7 +230,7 @@ class GraderServer:
                 lg.addHandler(handler)
                 lg.setLevel(logging.INFO)
                 lg.propagate = False
-        config = uvicorn.Config(create_app(grader, self.token), log_config=None,
+        config = uvicorn.Config(create_app(grader, self.token, scaffold), log_config=None,
                                 log_level="info", access_log=True, lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run,

@@ -55,6 +55,15 @@ from a2rl.records._run import (
     TaskInfo,
     Timings,
 )
+from a2rl.records._scaffold import (
+    COMPONENTS,
+    SCAFFOLD_FORMAT,
+    CheckpointEvent,
+    EvaluatorReport,
+    JournalEntry,
+    PlanEvent,
+    ScaffoldConfig,
+)
 from a2rl.records._skills import SkillManifest, SkillUsage
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
@@ -72,6 +81,10 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "final-result": (FinalResult, "final.json (hidden-final runs)"),
     "final-designation": (FinalDesignation, "POST /final answer"),
     "items": (ItemValues, "items.json of an evaluation"),
+    "journal-entry": (JournalEntry, "scaffold/journal.jsonl"),
+    "evaluator-report": (EvaluatorReport, "scaffold/evaluations.jsonl"),
+    "plan-event": (PlanEvent, "scaffold/plans.jsonl"),
+    "checkpoint-event": (CheckpointEvent, "scaffold/checkpoints.jsonl"),
     "skill-library": (SkillManifest, "scaffold/skills/library.json (--scaffold skills)"),
     "skill-usage": (SkillUsage, "scaffold/skills/usage.json (--scaffold skills)"),
 }
@@ -101,5 +114,7 @@ __all__ = [
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
+    "COMPONENTS", "SCAFFOLD_FORMAT", "CheckpointEvent", "EvaluatorReport", "JournalEntry",
+    "PlanEvent", "ScaffoldConfig",
     "SkillManifest", "SkillUsage",
 ]

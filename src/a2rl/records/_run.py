@@ -15,6 +15,7 @@ from a2rl.records._grader import (
     KeepArtifacts,
     SubmissionRecord,
 )
+from a2rl.records._scaffold import ScaffoldConfig
 
 RUN_FORMAT = 1
 
@@ -103,6 +104,9 @@ class RunConfig(BaseModel):
     """--max-submissions: cap on submissions accepted for evaluation (None: no cap)."""
     min_interval_s: float | None = Field(default=None, ge=0)
     """--min-interval: least seconds between two accepted submissions (None: no limit)."""
+    scaffold: ScaffoldConfig | None = None
+    """--scaffold: the experience-driven scaffold's components and options (None: off, the
+    autonomous protocol)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:

@@ -168,6 +168,8 @@ class _TaskRun:
         self.server: GraderServer | None = None
         self.summary: LiveSummary | None = None
         self.events: _RunEvents | None = None
+        self.scaffold: Any = None  # a2rl.scaffold.Scaffold with --scaffold
+        self.scaffold_read_only: list[Path] = []
         self.save()
 
     def save(self) -> None:
@@ -192,6 +194,12 @@ class _TaskRun:
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
                                   budget_s=config.budget_s, description=description,
                                   protocol=protocol)
+        if config.scaffold is not None:  # its tool and instructions, before the agent starts
+            from a2rl.scaffold import Scaffold, install
+
+            self.scaffold_read_only = install(config.scaffold, self.ws.root)
+            self.scaffold = Scaffold(config.scaffold, self.run_dir, self.ws.root, task,
+                                     budget_s=config.budget_s)
         if self.ws_root != self.run_dir / "workspace":  # multi: the run dir points at it
             (self.run_dir / "workspace").symlink_to(self.ws_root)
         record.timings.setup_s = round(time.monotonic() - started, 2)
@@ -230,9 +238,12 @@ class _TaskRun:
                                           max_submissions=self.config.max_submissions,
                                           min_interval_s=self.config.min_interval_s),
                              events=self.events)
+        if self.scaffold is not None:
+            self.scaffold.attach(self.grader)
         self.server = GraderServer(self.grader, port=self.config.port if not
                                    self.config.tasks else 0,
-                                   log_file=self.run_dir / "grader.log").start()
+                                   log_file=self.run_dir / "grader.log",
+                                   scaffold=self.scaffold).start()
         self.record.grader_url = self.server.url
         return self.server
 
@@ -265,6 +276,8 @@ class _TaskRun:
                 with self.console.status("hidden final evaluation on the test split"):
                     record.final = self.grader.run_final()
             self.grader.close()
+            if self.scaffold is not None:
+                self.scaffold.close()
             record.submissions = self.grader.ledger.records()
             record.best = self.grader.ledger.best()
             if record.best and record.baseline:
@@ -298,6 +311,14 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, int | None]:
         raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
                         "pass e.g. --budget 12h, --budget 30m or --budget 900")
     check_mode(config.mode)
+    if config.scaffold is not None:
+        if config.tasks:
+            raise A2RLError("--scaffold runs one task at a time",
+                            "drop --scaffold, or run each task of the multi run separately")
+        if "skills" in config.scaffold.components:
+            from a2rl.scaffold._workspace import skills_module
+
+            skills_module()
     if config.mode == "multi" and len(config.tasks) < 2:
         raise A2RLError("--mode multi needs several tasks",
                         "pass them comma-separated, e.g. --task gsm8k,humaneval --mode multi")
@@ -463,7 +484,8 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                 bridge = HostBridge(ports, served=served).start()
             read_only = agent.sandbox_mounts() + [
                 p.ws.root / entry for p in parts if p.ws.root != ws.root
-                for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()]
+                for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()
+            ] + [path for p in parts for path in p.scaffold_read_only]
             masked, visible = task_mask_hooks(list_tasks())
             argv = sandbox.wrap(argv, workspace=ws.root, read_only=read_only, bridge=bridge,
                                 masks=sandbox_masks(masked, visible), env=agent_env)

@@ -79,6 +79,11 @@ class SkillMount:
     """Extra syscalls for the exec trace (`traced_command(..., extra_syscalls=...)`) so every
     open of a skill file is evidence; without them, reads count from command lines only."""
 
+    @property
+    def instructions(self) -> str:
+        """`index_markdown()`: the section the scaffold appends to instructions.md."""
+        return self.index_markdown()
+
     def index_markdown(self) -> str:
         """A short section for the agent's instructions: where the skills are, one line per
         skill (name: description), and how to add one. The bodies are read on demand."""
@@ -218,6 +223,19 @@ def prepare_skills(workspace_dir: Path, run_dir: Path, *, source: Path | None = 
     record.mkdir(parents=True, exist_ok=True)
     atomic_write_text(record / "library.json", manifest.model_dump_json(indent=1))
     return SkillMount(library=library, created=created, manifest=manifest, read_only=[library])
+
+
+def mount_skills(workspace: Path, run_dir: Path | None = None) -> SkillMount:
+    """`prepare_skills` with the run directory found from the workspace: a run's workspace is
+    `<run_dir>/workspace` (the scaffold runs one task per run), so the default is its parent.
+    The records must live outside the workspace (the agent can write there)."""
+    workspace = workspace.resolve()
+    run_dir = (run_dir or workspace.parent).resolve()
+    record = run_dir / RECORD_DIR
+    if record == workspace or workspace in record.parents:
+        raise A2RLError(f"the skill records ({record}) would lie inside the workspace",
+                        "pass the run directory (outside the workspace) as run_dir")
+    return prepare_skills(workspace, run_dir)
 
 
 # ---- recognising skill paths ----------------------------------------------------------------

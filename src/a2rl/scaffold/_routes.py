@@ -1,0 +1,167 @@
+"""The grader's `/scaffold/...` endpoints (same bearer token as /submit).
+
+Bodies are parsed by hand, as /submit does, because agents often POST JSON without a
+Content-Type header. A component that is off answers 404 saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from a2rl._errors import A2RLError
+from a2rl.records._scaffold import (
+    CheckpointEvent,
+    Decision,
+    EvaluatorReport,
+    JournalEntry,
+    JournalKind,
+    Plan,
+    PlanEvent,
+    PlanStatus,
+    Strategy,
+)
+from a2rl.scaffold._core import Scaffold, normalize_strategy, strategy_fix
+
+PLAN_HELP = ('{"strategy": {"k": "full SFT", "d": "curated", "g": "from base"}, "data": "...", '
+             '"budget_split": {"data": 0.2, "training": 0.6, "evaluation": 0.2}, '
+             '"evaluation_plan": "..."}')
+DECISION_HELP = ('{"checkpoint_id": "c01", "action": "keep", "reason": "..."} or {"checkpoint_id"'
+                 ': "c01", "action": "switch", "reason": "...", "strategy": {"k": "RL", '
+                 '"d": "curated", "g": "from checkpoint"}}')
+
+
+class JournalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: JournalKind
+    text: str = Field(min_length=1, max_length=8000)
+    strategy: Strategy | None = None
+    follows: list[str] = Field(default_factory=list, max_length=20)
+
+
+class DecisionRequest(Decision):
+    checkpoint_id: str
+
+
+class ScaffoldState(BaseModel):
+    """GET /scaffold: what is on, and what waits for the agent."""
+
+    components: list[str]
+    plan_status: PlanStatus | None
+    pending_decision: CheckpointEvent | None
+    strategy: Strategy | None
+
+
+class PlanState(BaseModel):
+    status: PlanStatus
+    events: list[PlanEvent]
+
+
+class PendingEvaluation(BaseModel):
+    submission_id: str
+    status: Literal["pending", "not_requested"]
+
+
+def _body(raw: bytes, model: type[BaseModel], expected: str) -> Any:
+    try:
+        data = json.loads(raw or b"null")
+    except ValueError:
+        raise HTTPException(422, detail=f"the body is not JSON. Expected: {expected}") from None
+    if isinstance(data, dict) and isinstance(data.get("strategy"), dict):
+        data["strategy"] = normalize_strategy(data["strategy"])
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ()))) or 'body'}: {e.get('msg')}"
+                             for e in exc.errors()[:5])
+        hint = f" ({strategy_fix()})" if "strategy" in problems else ""
+        raise HTTPException(422, detail=f"malformed request ({problems}){hint}. "
+                            f"Expected: {expected}") from None
+
+
+def scaffold_router(scaffold: Scaffold) -> APIRouter:
+    router = APIRouter(prefix="/scaffold")
+
+    def need(component: str) -> None:
+        if not scaffold.on(component):
+            raise HTTPException(404, detail=f"the scaffold's {component} is off in this run "
+                                f"(on: {', '.join(sorted(scaffold.enabled)) or 'nothing'})")
+
+    @router.get("", response_model=ScaffoldState)
+    def state() -> ScaffoldState:
+        scaffold.ingest_reviews()
+        return ScaffoldState(components=sorted(scaffold.enabled),
+                             plan_status=scaffold.plan_status()
+                             if scaffold.on("plan-review") else None,
+                             pending_decision=scaffold.pending_checkpoint(),
+                             strategy=scaffold.strategy)
+
+    @router.post("/journal", response_model=JournalEntry)
+    async def add(request: Request) -> JournalEntry:
+        need("journal")
+        body = _body(await request.body(), JournalRequest,
+                     '{"kind": "plan|observation|lesson|eval_result|eval_analysis", '
+                     '"text": "...", "follows": ["s0002.1"]}')
+        try:
+            return await run_in_threadpool(scaffold.add_journal, body.kind, body.text,
+                                           strategy=body.strategy, follows=body.follows)
+        except A2RLError as exc:
+            raise HTTPException(409, detail=str(exc)) from None
+
+    @router.get("/journal", response_model=list[JournalEntry])
+    def read(kind: str | None = None) -> list[JournalEntry]:
+        need("journal")
+        return [e for e in scaffold.journal() if kind is None or e.kind == kind]
+
+    @router.post("/plan", response_model=PlanEvent)
+    async def plan(request: Request) -> PlanEvent:
+        need("plan-review")
+        body = _body(await request.body(), Plan, PLAN_HELP)
+        total = sum(body.budget_split.values())
+        if not body.budget_split or abs(total - 1.0) > 0.05 or min(
+                body.budget_split.values()) < 0:
+            raise HTTPException(422, detail=f"budget_split shares must be ≥ 0 and sum to 1 "
+                                f"(they sum to {total:.2f}). Expected: {PLAN_HELP}")
+        return await run_in_threadpool(scaffold.submit_plan, body)
+
+    @router.get("/plan", response_model=PlanState)
+    def plan_state() -> PlanState:
+        need("plan-review")
+        scaffold.ingest_reviews()
+        return PlanState(status=scaffold.plan_status(),
+                         events=scaffold.plan_events())
+
+    @router.get("/decision", response_model=CheckpointEvent | None)
+    def pending() -> CheckpointEvent | None:
+        need("revision")
+        scaffold.check_fractions()
+        return scaffold.pending_checkpoint()
+
+    @router.post("/decision", response_model=CheckpointEvent)
+    async def decide(request: Request) -> CheckpointEvent:
+        need("revision")
+        body = _body(await request.body(), DecisionRequest, DECISION_HELP)
+        try:
+            return scaffold.decide(body.checkpoint_id, Decision(
+                action=body.action, reason=body.reason, strategy=body.strategy))
+        except A2RLError as exc:
+            raise HTTPException(409, detail=str(exc)) from None
+
+    @router.get("/evaluations/{submission_id}",
+                response_model=EvaluatorReport | PendingEvaluation)
+    def evaluation(submission_id: str) -> EvaluatorReport | PendingEvaluation:
+        need("evaluator")
+        report = scaffold.report(submission_id)
+        if report is not None:
+            return report
+        notice = scaffold.notice(submission_id)
+        return PendingEvaluation(submission_id=submission_id[:40],
+                                 status="pending" if notice.evaluator_status == "pending"
+                                 else "not_requested")
+
+    return router
