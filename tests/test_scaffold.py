@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TINY_TASK, serve_on_loopback
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from scaffold_support import DIAGNOSIS, EXPECTATION, FakeGrader, Judge, record
@@ -42,6 +41,7 @@ from a2rl.scaffold import Scaffold, install, parse_components, scaffold_config
 from a2rl.scaffold._review_cli import review_run
 from a2rl.scaffold._routes import scaffold_router
 from a2rl.tasks import get_task
+from conftest import TINY_TASK, serve_on_loopback
 
 PLAN = {"strategy": {"k": "SFT", "d": "given", "g": "base"}, "data": "data/train.jsonl",
         "budget_split": {"data": 0.2, "training": 0.6, "evaluation": 0.2},
@@ -400,3 +400,23 @@ def test_analysis_adoption_plan_review_and_checkpoints(tmp_path: Path) -> None:
     text = render_scaffold(result)
     assert "execution 1/2 (50%), strategy 1/2 (50%)" in text
     assert "trained before approval: True" in text and "c01 (every 2 submissions) → switch" in text
+
+
+def test_the_evaluator_only_ever_sees_train_visible_items(tmp_path: Path) -> None:
+    """The items whose outputs the evaluator gets are what the task writes as train data (into
+    a harness-private folder); no held-out question that is not also a train one is among
+    them, and the prompts carry none."""
+    from a2rl.scaffold import _prompts
+    from a2rl.scaffold._core import train_items
+
+    task = get_task("arith", dict(TINY_TASK))
+    items = train_items(task, tmp_path / "view")
+    train = {i["question"] for i in task.train_items()}
+    secret = {i["question"] for i in task.heldout_items()} - train
+    assert items and secret and {i["question"] for i in items} <= train
+    assert not secret & {i["question"] for i in items}
+    prompt = _prompts.diagnosis_prompt(expectation="e", score=1.0, status="scored", outputs=[])
+    prompt += _prompts.expectation_prompt(task="arith", baseline=0, submission="s0001",
+                                          model_path="output/v1", strategy=None, code={},
+                                          journal=[], history=[])
+    assert not any(q in prompt for q in secret)

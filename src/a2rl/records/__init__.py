@@ -62,6 +62,7 @@ from a2rl.records._scaffold import (
     EvaluatorReport,
     JournalEntry,
     PlanEvent,
+    ScaffoldAnalysis,
     ScaffoldConfig,
 )
 
@@ -84,6 +85,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "evaluator-report": (EvaluatorReport, "scaffold/evaluations.jsonl"),
     "plan-event": (PlanEvent, "scaffold/plans.jsonl"),
     "checkpoint-event": (CheckpointEvent, "scaffold/checkpoints.jsonl"),
+    "scaffold-analysis": (ScaffoldAnalysis, "scaffold.json (scaffold runs)"),
 }
 """Record name → (model, where it is stored)."""
 
@@ -112,5 +114,5 @@ __all__ = [
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
     "COMPONENTS", "SCAFFOLD_FORMAT", "CheckpointEvent", "EvaluatorReport", "JournalEntry",
-    "PlanEvent", "ScaffoldConfig",
+    "PlanEvent", "ScaffoldAnalysis", "ScaffoldConfig",
 ]
