@@ -302,6 +302,10 @@ def test_plan_endpoint_checks_the_budget_split(tmp_path: Path) -> None:
     ok = client.post("/scaffold/plan", content=json.dumps(PLAN))
     assert ok.status_code == 200 and ok.json()["event"] == "submitted"
     assert client.get("/scaffold/plan").json()["status"] == "pending"
+    for _ in range(19):  # each plan costs a reviewer call: 20 at most
+        assert client.post("/scaffold/plan", content=json.dumps(PLAN)).status_code == 200
+    capped = client.post("/scaffold/plan", content=json.dumps(PLAN))
+    assert capped.status_code == 409 and "20 plans" in capped.json()["detail"]
 
 
 # -- the analysis --------------------------------------------------------------------------------

@@ -152,6 +152,9 @@ def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.Monkey
     assert analysis.first_training_s is not None and analysis.approved_at_s is not None
     assert [(c.action, c.followed) for c in analysis.checkpoints] == [("keep", None)]
     assert analysis.tokens and analysis.journal_seconds > 0
+    if skills:  # the plan's `head -n 3 skills/*/SKILL.md` read every library skill once
+        assert analysis.skill_consults and min(analysis.skill_consults.values()) >= 1, \
+            analysis.skill_consults
     assert "## Scaffold (" in summary and "execution 1/1 (100%), strategy 0/1 (0%)" in summary
     # the key reached the judge and nothing else; no held-out item in anything scaffolded
     assert all(r.get("model") == "scripted-judge" and r["_auth"] == f"Bearer {SCAFFOLD_KEY}"
