@@ -424,3 +424,16 @@ def test_the_evaluator_only_ever_sees_train_visible_items(tmp_path: Path) -> Non
                                           model_path="output/v1", strategy=None, code={},
                                           journal=[], history=[])
     assert not any(q in prompt for q in secret)
+
+
+def test_cli_scaffold_option_becomes_the_run_config_field() -> None:
+    from a2rl.cli import _scaffold_option
+
+    assert _scaffold_option(None, None) == {}
+    got = _scaffold_option("journal,plan-review", ["reviewer=person", "revision_every=4"])
+    assert got == {"scaffold": ScaffoldConfig(components=["journal", "plan-review"],
+                                              reviewer="person", revision_every=4)}
+    with pytest.raises(A2RLError, match="--scaffold-opt without --scaffold"):
+        _scaffold_option(None, ["reviewer=person"])
+    with pytest.raises(A2RLError, match="is not key=value"):
+        _scaffold_option("journal", ["reviewer"])
