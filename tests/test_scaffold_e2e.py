@@ -100,7 +100,10 @@ def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.Monkey
                                 revision_plateau=None, revision_fractions=[])
         rec, run_dir = run_cli_agent(Path(short), tiny_model, "opencode",
                                      f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="OPENAI_API_KEY", network="none", scaffold=config)
+                                     key_env="OPENAI_API_KEY", network="none", scaffold=config,
+                                     # no periodic snapshot (the journal's tag is then known)
+                                     # and a budget a loaded machine does not run out of
+                                     snapshot_every_s=7200.0, budget_s=3600)
         dump_requests(script, Path(short) / "requests.jsonl")
         transcript = (run_dir / "agent" / "transcript.log").read_text()
         assert rec.status == "finished", (rec.error, transcript[-3000:])
