@@ -71,7 +71,9 @@ class Judge:
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
-            return self.answer(await request.json())
+            body = await request.json()
+            body["_auth"] = request.headers.get("authorization")
+            return self.answer(body)
 
         return app
 

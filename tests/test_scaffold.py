@@ -302,6 +302,10 @@ def test_plan_endpoint_checks_the_budget_split(tmp_path: Path) -> None:
     ok = client.post("/scaffold/plan", content=json.dumps(PLAN))
     assert ok.status_code == 200 and ok.json()["event"] == "submitted"
     assert client.get("/scaffold/plan").json()["status"] == "pending"
+    for _ in range(19):  # each plan costs a reviewer call: 20 at most
+        assert client.post("/scaffold/plan", content=json.dumps(PLAN)).status_code == 200
+    capped = client.post("/scaffold/plan", content=json.dumps(PLAN))
+    assert capped.status_code == 409 and "20 plans" in capped.json()["detail"]
 
 
 # -- the analysis --------------------------------------------------------------------------------
@@ -400,3 +404,36 @@ def test_analysis_adoption_plan_review_and_checkpoints(tmp_path: Path) -> None:
     text = render_scaffold(result)
     assert "execution 1/2 (50%), strategy 1/2 (50%)" in text
     assert "trained before approval: True" in text and "c01 (every 2 submissions) → switch" in text
+
+
+def test_the_evaluator_only_ever_sees_train_visible_items(tmp_path: Path) -> None:
+    """The items whose outputs the evaluator gets are what the task writes as train data (into
+    a harness-private folder); no held-out question that is not also a train one is among
+    them, and the prompts carry none."""
+    from a2rl.scaffold import _prompts
+    from a2rl.scaffold._core import train_items
+
+    task = get_task("arith", dict(TINY_TASK))
+    items = train_items(task, tmp_path / "view")
+    train = {i["question"] for i in task.train_items()}
+    secret = {i["question"] for i in task.heldout_items()} - train
+    assert items and secret and {i["question"] for i in items} <= train
+    assert not secret & {i["question"] for i in items}
+    prompt = _prompts.diagnosis_prompt(expectation="e", score=1.0, status="scored", outputs=[])
+    prompt += _prompts.expectation_prompt(task="arith", baseline=0, submission="s0001",
+                                          model_path="output/v1", strategy=None, code={},
+                                          journal=[], history=[])
+    assert not any(q in prompt for q in secret)
+
+
+def test_cli_scaffold_option_becomes_the_run_config_field() -> None:
+    from a2rl.cli import _scaffold_option
+
+    assert _scaffold_option(None, None) == {}
+    got = _scaffold_option("journal,plan-review", ["reviewer=person", "revision_every=4"])
+    assert got == {"scaffold": ScaffoldConfig(components=["journal", "plan-review"],
+                                              reviewer="person", revision_every=4)}
+    with pytest.raises(A2RLError, match="--scaffold-opt without --scaffold"):
+        _scaffold_option(None, ["reviewer=person"])
+    with pytest.raises(A2RLError, match="is not key=value"):
+        _scaffold_option("journal", ["reviewer"])

@@ -225,6 +225,22 @@ def _tool_time(run_dir: Path) -> tuple[float, float, int]:
     return round(_union(journal), 3), round(_union(skills), 3), reads
 
 
+def _skill_usage(run_dir: Path, out: ScaffoldAnalysis) -> None:
+    """Consults per skill and created skills, counted by the skill library's own module."""
+    import importlib
+
+    try:
+        skills = importlib.import_module("a2rl.scaffold._skills")
+        out.skill_consults = dict(skills.skill_consults(run_dir))
+        usage = skills.load_skill_usage(run_dir)
+    except Exception as exc:  # diagnostics: a missing module or record is reported, not fatal
+        log.warning("skill reads not counted: %s", exc)
+        return
+    if usage is not None:
+        out.skill_reads = int(usage.total_consults)
+        out.created_skills = [c.name for c in usage.created]
+
+
 def scaffold_analysis(run_dir: Path, analysis: RunAnalysis,
                       run: RunRecord | None = None) -> ScaffoldAnalysis | None:
     """None for a run without --scaffold."""
@@ -284,6 +300,8 @@ def scaffold_analysis(run_dir: Path, analysis: RunAnalysis,
     if out.tokens is not None and out.baseline_tokens:
         out.token_ratio = round(out.tokens / out.baseline_tokens, 4)
     out.journal_seconds, out.skill_seconds, out.skill_reads = _tool_time(run_dir)
+    if "skills" in config.components:
+        _skill_usage(run_dir, out)
     if run.timings.agent_s > 0:
         out.scaffold_time_share = round((out.journal_seconds + out.skill_seconds)
                                         / run.timings.agent_s, 4)
@@ -329,6 +347,10 @@ def render_scaffold(s: ScaffoldAnalysis) -> str:
             + (f"{c.action}" + (f" to {c.strategy.k}/{c.strategy.d}/{c.strategy.g}"
                                 if c.strategy else "") + f", followed: {c.followed}"
                if c.action else "unanswered") for c in s.checkpoints) or "none opened"))
+    if "skills" in s.components:
+        lines.append("- skill consults: " + (", ".join(
+            f"{k} {v}" for k, v in sorted(s.skill_consults.items())) or "none counted")
+            + "; created skills: " + (", ".join(s.created_skills) or "none"))
     lines.append(f"- inference tokens {s.tokens if s.tokens is not None else '—'}"
                  + (f" vs autonomous baseline {s.baseline_tokens} (×{s.token_ratio})"
                     if s.baseline_tokens else "")

@@ -62,6 +62,7 @@ from a2rl.records._scaffold import (
     EvaluatorReport,
     JournalEntry,
     PlanEvent,
+    ScaffoldAnalysis,
     ScaffoldConfig,
 )
 from a2rl.records._skills import SkillManifest, SkillUsage
@@ -87,6 +88,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "checkpoint-event": (CheckpointEvent, "scaffold/checkpoints.jsonl"),
     "skill-library": (SkillManifest, "scaffold/skills/library.json (--scaffold skills)"),
     "skill-usage": (SkillUsage, "scaffold/skills/usage.json (--scaffold skills)"),
+    "scaffold-analysis": (ScaffoldAnalysis, "scaffold.json (scaffold runs)"),
 }
 """Record name → (model, where it is stored)."""
 
@@ -115,6 +117,6 @@ __all__ = [
     "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
     "COMPONENTS", "SCAFFOLD_FORMAT", "CheckpointEvent", "EvaluatorReport", "JournalEntry",
-    "PlanEvent", "ScaffoldConfig",
+    "PlanEvent", "ScaffoldAnalysis", "ScaffoldConfig",
     "SkillManifest", "SkillUsage",
 ]

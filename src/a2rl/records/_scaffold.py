@@ -439,6 +439,11 @@ class ScaffoldAnalysis(BaseModel):
     skill_seconds: float = 0.0
     """Agent time in commands that read or wrote skills."""
     skill_reads: int = 0
-    """Commands that read a skill (skills/.../SKILL.md)."""
+    """Reads of skills: the skill library's own count when it ran, else commands naming
+    skills/.../SKILL.md."""
+    skill_consults: dict[str, int] = Field(default_factory=dict)
+    """Skill → consults, as the skill library counts them (a2rl.scaffold._skills)."""
+    created_skills: list[str] = Field(default_factory=list)
+    """Skills the agent wrote."""
     scaffold_time_share: float | None = None
     """(journal_seconds + skill_seconds) / agent time."""

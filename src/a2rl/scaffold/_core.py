@@ -52,6 +52,8 @@ JOURNAL, EVALUATIONS, PLANS, CHECKPOINTS, LLM_CALLS = (
 REVIEWS = "reviews"
 """`a2rl review` writes a person's review here as `<plan_id>.json`; the scaffold ingests it."""
 MAX_JOURNAL = 5000
+MAX_PLANS = 20
+"""Each plan costs a reviewer call: an agent looping on revisions is stopped here."""
 SCORED = ("scored", "baseline_copy")
 EVALUATED = ("scored", "baseline_copy", "failed")
 
@@ -377,6 +379,9 @@ class Scaffold:
         `a2rl review`; the agent polls GET /scaffold/plan)."""
         with self._lock:
             n = sum(1 for e in self._plans if e.event == "submitted") + 1
+            if n > MAX_PLANS:
+                raise A2RLError(f"{MAX_PLANS} plans were submitted already",
+                                "go on with the latest reviewed plan")
             event = PlanEvent(plan_id=f"p{n:02d}", event="submitted", at=utcnow(),
                               elapsed_s=self.elapsed(), plan=plan)
             self._record_plan(event)

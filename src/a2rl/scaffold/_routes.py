@@ -127,7 +127,10 @@ def scaffold_router(scaffold: Scaffold) -> APIRouter:
                 body.budget_split.values()) < 0:
             raise HTTPException(422, detail=f"budget_split shares must be ≥ 0 and sum to 1 "
                                 f"(they sum to {total:.2f}). Expected: {PLAN_HELP}")
-        return await run_in_threadpool(scaffold.submit_plan, body)
+        try:
+            return await run_in_threadpool(scaffold.submit_plan, body)
+        except A2RLError as exc:
+            raise HTTPException(409, detail=str(exc)) from None
 
     @router.get("/plan", response_model=PlanState)
     def plan_state() -> PlanState:
