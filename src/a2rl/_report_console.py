@@ -19,6 +19,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from a2rl.runner import RunRecord
+    from a2rl.tasks import Task
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control character but tab.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -95,7 +96,7 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
         table.add_column("note", overflow="fold")
         for s in record.submissions:
             note = ("cached from " + s.cached_from if s.cached_from else
-                    "" if s.valid else (s.error or "").split("\n")[0])
+                    (s.note or "") if s.valid else (s.error or "").split("\n")[0])
             if s.split == "test":
                 note = f"hidden final of {s.final_of}"
             elif s.significant is False:
@@ -129,8 +130,9 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     from a2rl.runner import load_run
 
     table = Table(title=f"runs in {safe(runs_dir)}")
-    table.add_column("task/run", overflow="fold", min_width=12)
-    table.add_column("agent (mode)", max_width=16, overflow="fold")
+    # a run id is copied into `a2rl runs show/rm`: never wrapped, whatever the width
+    table.add_column("task/run", no_wrap=True, overflow="ignore", min_width=12)
+    table.add_column("agent (mode)", max_width=16, overflow="ellipsis", no_wrap=True)
     for col in ("status", "base", "best", "Δ", "subs", "sandbox"):
         table.add_column(col, overflow="ellipsis", min_width=4)
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
@@ -152,4 +154,35 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     if not found:
         console.print(f"no runs under {safe(runs_dir)}")
         return
+    console.print(table)
+
+
+def show_task_options(cls: type[Task], console: Console) -> None:
+    """`a2rl tasks show`: the task in one paragraph, then each option (--task-opt key=value)
+    with its type, default and description (the field's docstring)."""
+    import json
+
+    from pydantic_core import PydanticUndefined
+
+    doc = (cls.__dict__.get("__doc__") or "").strip().split("\n\n")[0]  # its own, not Task's
+    console.print(safe(f"{cls.name} ({cls.level}, reward {cls.reward_kind}, version "
+                       f"{cls.version})"), highlight=False)
+    if doc:
+        console.print(safe(" ".join(doc.split())), highlight=False)
+    table = Table("option", "type", "default", "description", title="--task-opt key=value "
+                  "(values are JSON: n_heldout=50, source='\"offline\"' or source=offline)")
+    table.columns[0].no_wrap = True
+    secret = cls.Params.secret_fields()
+    for name, f in cls.Params.model_fields.items():
+        if f.default_factory is not None:
+            default = f.default_factory()  # type: ignore[call-arg]
+        else:
+            default = None if f.default is PydanticUndefined else f.default
+        shown = "(required)" if f.is_required() else json.dumps(default, default=str)
+        kind = (f.annotation.__name__ if isinstance(f.annotation, type)
+                else str(f.annotation).replace("typing.", ""))
+        desc = " ".join((f.description or "").split())
+        if name in secret:
+            desc += " Secret: kept out of the workspace and of run records."
+        table.add_row(safe(name), safe(kind), safe(shown), safe(desc))
     console.print(table)

@@ -103,6 +103,8 @@ class RunConfig(BaseModel):
     """--max-submissions: cap on submissions accepted for evaluation (None: no cap)."""
     min_interval_s: float | None = Field(default=None, ge=0)
     """--min-interval: least seconds between two accepted submissions (None: no limit)."""
+    agent_dirs: list[str] = Field(default_factory=list)
+    """--agent-dir: host folders mounted read-only into the sandbox (absolute paths)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:
