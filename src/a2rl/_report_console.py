@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -36,6 +37,68 @@ def plain_text(text: str) -> str:
 def safe(value: object) -> str:
     """An agent-influenced value ready for a markup-interpreting print."""
     return escape(plain_text(str(value)))
+
+
+class LineProgress(Progress):
+    """A rich Progress for output that is not a terminal (a Slurm log, a pipe): rich draws
+    nothing live there, so a 20-minute baseline would print nothing. This one writes a plain
+    line per task when it starts, then at most every `every_s` seconds (or on reaching its
+    total): `[12:03:10] scoring the baseline (arith): 40/200 (20%), 1m05s`."""
+
+    def __init__(self, *columns: object, every_s: float = 30.0, **kwargs: object) -> None:
+        super().__init__(*columns, **kwargs)  # type: ignore[arg-type]
+        self.every_s = every_s
+        self._printed: dict[TaskID, tuple[float, float | None]] = {}
+
+    def add_task(self, description: str, start: bool = True, total: float | None = 100.0,
+                 completed: int = 0, visible: bool = True, **fields: object) -> TaskID:
+        task_id = super().add_task(description, start=start, total=total, completed=completed,
+                                   visible=visible, **fields)
+        self._line(task_id, force=True)
+        return task_id
+
+    def update(self, task_id: TaskID, *, total: float | None = None,
+               completed: float | None = None, advance: float | None = None,
+               description: str | None = None, visible: bool | None = None,
+               refresh: bool = False, **fields: object) -> None:
+        super().update(task_id, total=total, completed=completed, advance=advance,
+                       description=description, visible=visible, refresh=refresh, **fields)
+        self._line(task_id)
+
+    def remove_task(self, task_id: TaskID) -> None:
+        self._printed.pop(task_id, None)
+        super().remove_task(task_id)
+
+    def _line(self, task_id: TaskID, force: bool = False) -> None:
+        import time
+
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return
+            done, total = task.completed, task.total
+            text = task.description
+        now = time.monotonic()
+        last, last_done = self._printed.get(task_id, (None, None))
+        finished = total is not None and done >= total and last_done != done
+        if not (force or finished or last is None or now - last >= self.every_s):
+            return
+        self._printed[task_id] = (now, done)
+        elapsed = int(task.elapsed or 0)
+        amount = (f"{done:.0f}/{total:.0f}" + (f" ({100 * done / total:.0f}%)" if total else "")
+                  if total is not None else f"{done:.0f}")
+        self.console.print(f"[{time.strftime('%H:%M:%S')}] {plain_text(text)}: {amount}, "
+                           f"{elapsed // 60}m{elapsed % 60:02d}s", markup=False, highlight=False)
+
+
+def progress_for(console: Console, *columns: object, every_s: float = 30.0,
+                 **kwargs: object) -> Progress:
+    """A live bar on a terminal, plain periodic lines anywhere else."""
+    if console.is_terminal:
+        return Progress(*columns, console=console, **kwargs)  # type: ignore[arg-type]
+    kwargs.pop("transient", None)  # nothing to clear: the lines stay in the log
+    return LineProgress(*columns, console=console, every_s=every_s, transient=True,
+                        **kwargs)
 
 
 def _fmt(x: float | None) -> str:

@@ -23,7 +23,7 @@ from rich.progress import (
 )
 
 from a2rl._errors import A2RLError
-from a2rl._report_console import plain_text, safe
+from a2rl._report_console import plain_text, progress_for, safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import Agent, AgentContext, get_agent
@@ -76,6 +76,7 @@ from a2rl.workspace import (
     check_mode,
     write_grader_envs,
 )
+from a2rl.workspace._machine import NetworkFacts
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
@@ -100,9 +101,19 @@ def new_run_id(agent: str) -> str:
 
 
 def _progress(console: Console) -> Progress:
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), console=console, transient=True)
+    # not a terminal (a Slurm log): periodic plain lines instead of a bar nobody sees
+    return progress_for(console, TextColumn("[progress.description]{task.description}"),
+                        BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TimeRemainingColumn(), transient=True,
+                        every_s=_progress_every())
+
+
+def _progress_every() -> float:
+    """Seconds between progress lines off a terminal ($A2RL_PROGRESS_EVERY, default 30)."""
+    try:
+        return max(0.0, float(os.environ.get("A2RL_PROGRESS_EVERY", "30")))
+    except ValueError:
+        return 30.0
 
 
 class _RunEvents:
@@ -200,7 +211,11 @@ class _TaskRun:
                                    min_interval_s=config.min_interval_s)
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
                                   budget_s=config.budget_s, description=description,
-                                  protocol=protocol)
+                                  protocol=protocol, network=NetworkFacts(
+                                      config.network, sandboxed=record.sandboxed,
+                                      package_index=bool(getattr(task, "allow_package_index",
+                                                                 False)),
+                                      extra_hosts=tuple(config.allow_hosts)))
         if self.ws_root != self.run_dir / "workspace":  # multi: the run dir points at it
             (self.run_dir / "workspace").symlink_to(self.ws_root)
         record.timings.setup_s = round(time.monotonic() - started, 2)
