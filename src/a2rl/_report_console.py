@@ -50,6 +50,12 @@ class LineProgress(Progress):
         self.every_s = every_s
         self._printed: dict[TaskID, tuple[float, float | None]] = {}
 
+    def start(self) -> None:
+        return None  # no live display: the lines are printed as they come
+
+    def stop(self) -> None:
+        return None  # (rich would end with an empty line)
+
     def add_task(self, description: str, start: bool = True, total: float | None = 100.0,
                  completed: int = 0, visible: bool = True, **fields: object) -> TaskID:
         task_id = super().add_task(description, start=start, total=total, completed=completed,

@@ -134,6 +134,16 @@ def _is_simple(command: str) -> bool:
     return not (set(command) & _SHELL_SYNTAX) and "\\" not in command
 
 
+WORKSPACE_ENTRIES = frozenset({"model", "data", "code", "output", "description.md",
+                               "instructions.md", "timer.sh"})
+"""Names a relative path in a `cmd:` agent may start with to mean the agent's workspace."""
+
+
+def _first_part(path: str) -> str:
+    parts = [p for p in Path(path).parts if p != "."]
+    return parts[0] if parts else ""
+
+
 def plan_command(command: str, *, agent_dirs: Sequence[Path], cwd: Path,
                  runs_dir: Path) -> CommandPlan:
     """Resolve the script a `cmd:` agent names and the folders to mount for it."""
@@ -170,6 +180,10 @@ def plan_command(command: str, *, agent_dirs: Sequence[Path], cwd: Path,
     given = words[script_at]
     host = Path(given).expanduser()
     host = host if host.is_absolute() else cwd / host
+    if not host.exists() and not Path(given).is_absolute() and \
+            _first_part(given) in WORKSPACE_ENTRIES:
+        # a path in the agent's workspace (./timer.sh, code/train.py): it exists only there
+        return CommandPlan(command, mounts)
     if not host.exists():
         raise A2RLError(f"the agent script {given} does not exist ({host})",
                         "give its path relative to where you run `a2rl run`, or an absolute "
