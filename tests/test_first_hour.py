@@ -354,7 +354,7 @@ def test_progress_lines_when_not_a_terminal() -> None:
         for done in range(1, 5):
             progress.update(bar, completed=done, total=4)
     lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
-    assert lines[0].endswith("scoring the baseline (gsm8k): 0, 0m00s")
+    assert lines[0].endswith("scoring the baseline (gsm8k): started, 0m00s")
     assert "scoring the baseline (gsm8k): 4/4 (100%)" in lines[-1] and len(lines) == 5
     quiet = io.StringIO()
     with progress_for(Console(file=quiet), every_s=3600) as slow:

@@ -92,7 +92,7 @@ class LineProgress(Progress):
         self._printed[task_id] = (now, done)
         elapsed = int(task.elapsed or 0)
         amount = (f"{done:.0f}/{total:.0f}" + (f" ({100 * done / total:.0f}%)" if total else "")
-                  if total is not None else f"{done:.0f}")
+                  if total is not None else f"{done:.0f}" if done else "started")
         self.console.print(f"[{time.strftime('%H:%M:%S')}] {plain_text(text)}: {amount}, "
                            f"{elapsed // 60}m{elapsed % 60:02d}s", markup=False, highlight=False)
 
