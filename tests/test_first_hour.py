@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY_TASK
 from rich.console import Console
 
 from a2rl._errors import A2RLError
 from a2rl.cli import main
+from conftest import TINY_TASK
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 

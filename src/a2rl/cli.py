@@ -609,8 +609,17 @@ def eval_cmd(
     show_eval(record, folder)
 
 
+_last_line = [0.0]
+
+
 def _progress_line(done: int, total: int) -> None:
-    sys.stderr.write(f"\r{done}/{total}" + ("\n" if done >= total else ""))
+    import time
+
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{done}/{total}" + ("\n" if done >= total else ""))
+    elif done >= total or time.monotonic() - _last_line[0] >= 30:  # a log: a line per 30 s
+        _last_line[0] = time.monotonic()
+        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {done}/{total}\n")
     sys.stderr.flush()
 
 
