@@ -130,6 +130,14 @@ def check_mountable(folder: Path, runs_dir: Path, what: str) -> Path:
     return folder
 
 
+def _visible_already(folder: Path) -> bool:
+    """Inside what every sandbox shows read-only anyway (system folders, a2rl's Python)."""
+    from a2rl.sandbox._sandbox import SYSTEM_DIRS, python_roots
+
+    roots = [Path(d) for d in SYSTEM_DIRS] + python_roots()
+    return any(folder.is_relative_to(r) or folder.resolve().is_relative_to(r) for r in roots)
+
+
 def _is_simple(command: str) -> bool:
     return not (set(command) & _SHELL_SYNTAX) and "\\" not in command
 
@@ -195,17 +203,21 @@ def plan_command(command: str, *, agent_dirs: Sequence[Path], cwd: Path,
         raise A2RLError(f"the agent script {given} is not executable",
                         f"chmod +x {host}, or run it with its interpreter: "
                         f"--agent cmd:'bash {host}'")
-    resolved = host.resolve()
-    if _exposure(resolved, runs_dir, folder=False) is not None:
-        raise A2RLError(f"the agent script {given} lies inside the runs folder or $A2RL_HOME",
-                        "keep the agent's files in a folder of their own and name that")
-    folder = resolved.parent
-    if not any(folder.is_relative_to(m) for m in mounts):
+    # absolute, symlinks kept: a venv's bin/python must stay the venv's, not its target
+    resolved = Path(os.path.normpath(host.absolute()))
+    for path in dict.fromkeys([resolved, resolved.resolve()]):
+        if _exposure(path, runs_dir, folder=False) is not None:
+            raise A2RLError(f"the agent script {given} lies inside the runs folder or "
+                            "$A2RL_HOME", "keep the agent's files in a folder of their own "
+                            "and name that")
+        folder = path.parent
+        if _visible_already(folder) or any(folder.is_relative_to(m) for m in mounts):
+            continue
         if _exposure(folder, runs_dir, folder=True) is None:
             mounts.append(folder)
         else:  # e.g. ./my_agent.sh beside ./runs: the script alone, never the runs
-            mounts.append(resolved)
-            plan.notes.append(f"mounted only {resolved}: its folder also holds the runs, "
+            mounts.append(path)
+            plan.notes.append(f"mounted only {path}: its folder also holds the runs, "
                               "a2rl's home or your home; pass --agent-dir DIR for other files "
                               "it needs")
     plan.script, plan.direct = str(resolved), direct
