@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 if TYPE_CHECKING:
     from a2rl.runner import RunRecord
+    from a2rl.tasks import Task
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control character but tab.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -35,6 +37,74 @@ def plain_text(text: str) -> str:
 def safe(value: object) -> str:
     """An agent-influenced value ready for a markup-interpreting print."""
     return escape(plain_text(str(value)))
+
+
+class LineProgress(Progress):
+    """A rich Progress for output that is not a terminal (a Slurm log, a pipe): rich draws
+    nothing live there, so a 20-minute baseline would print nothing. This one writes a plain
+    line per task when it starts, then at most every `every_s` seconds (or on reaching its
+    total): `[12:03:10] scoring the baseline (arith): 40/200 (20%), 1m05s`."""
+
+    def __init__(self, *columns: object, every_s: float = 30.0, **kwargs: object) -> None:
+        super().__init__(*columns, **kwargs)  # type: ignore[arg-type]
+        self.every_s = every_s
+        self._printed: dict[TaskID, tuple[float, float | None]] = {}
+
+    def start(self) -> None:
+        return None  # no live display: the lines are printed as they come
+
+    def stop(self) -> None:
+        return None  # (rich would end with an empty line)
+
+    def add_task(self, description: str, start: bool = True, total: float | None = 100.0,
+                 completed: int = 0, visible: bool = True, **fields: object) -> TaskID:
+        task_id = super().add_task(description, start=start, total=total, completed=completed,
+                                   visible=visible, **fields)
+        self._line(task_id, force=True)
+        return task_id
+
+    def update(self, task_id: TaskID, *, total: float | None = None,
+               completed: float | None = None, advance: float | None = None,
+               description: str | None = None, visible: bool | None = None,
+               refresh: bool = False, **fields: object) -> None:
+        super().update(task_id, total=total, completed=completed, advance=advance,
+                       description=description, visible=visible, refresh=refresh, **fields)
+        self._line(task_id)
+
+    def remove_task(self, task_id: TaskID) -> None:
+        self._printed.pop(task_id, None)
+        super().remove_task(task_id)
+
+    def _line(self, task_id: TaskID, force: bool = False) -> None:
+        import time
+
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return
+            done, total = task.completed, task.total
+            text = task.description
+        now = time.monotonic()
+        last, last_done = self._printed.get(task_id, (None, None))
+        finished = total is not None and done >= total and last_done != done
+        if not (force or finished or last is None or now - last >= self.every_s):
+            return
+        self._printed[task_id] = (now, done)
+        elapsed = int(task.elapsed or 0)
+        amount = (f"{done:.0f}/{total:.0f}" + (f" ({100 * done / total:.0f}%)" if total else "")
+                  if total is not None else f"{done:.0f}" if done else "started")
+        self.console.print(f"[{time.strftime('%H:%M:%S')}] {plain_text(text)}: {amount}, "
+                           f"{elapsed // 60}m{elapsed % 60:02d}s", markup=False, highlight=False)
+
+
+def progress_for(console: Console, *columns: object, every_s: float = 30.0,
+                 **kwargs: object) -> Progress:
+    """A live bar on a terminal, plain periodic lines anywhere else."""
+    if console.is_terminal:
+        return Progress(*columns, console=console, **kwargs)  # type: ignore[arg-type]
+    kwargs.pop("transient", None)  # nothing to clear: the lines stay in the log
+    return LineProgress(*columns, console=console, every_s=every_s, transient=True,
+                        **kwargs)
 
 
 def _fmt(x: float | None) -> str:
@@ -95,7 +165,7 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
         table.add_column("note", overflow="fold")
         for s in record.submissions:
             note = ("cached from " + s.cached_from if s.cached_from else
-                    "" if s.valid else (s.error or "").split("\n")[0])
+                    (s.note or "") if s.valid else (s.error or "").split("\n")[0])
             if s.split == "test":
                 note = f"hidden final of {s.final_of}"
             elif s.significant is False:
@@ -129,8 +199,9 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     from a2rl.runner import load_run
 
     table = Table(title=f"runs in {safe(runs_dir)}")
-    table.add_column("task/run", overflow="fold", min_width=12)
-    table.add_column("agent (mode)", max_width=16, overflow="fold")
+    # a run id is copied into `a2rl runs show/rm`: never wrapped, whatever the width
+    table.add_column("task/run", no_wrap=True, overflow="ignore", min_width=12)
+    table.add_column("agent (mode)", max_width=16, overflow="ellipsis", no_wrap=True)
     for col in ("status", "base", "best", "Δ", "subs", "sandbox"):
         table.add_column(col, overflow="ellipsis", min_width=4)
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
@@ -152,4 +223,35 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     if not found:
         console.print(f"no runs under {safe(runs_dir)}")
         return
+    console.print(table)
+
+
+def show_task_options(cls: type[Task], console: Console) -> None:
+    """`a2rl tasks show`: the task in one paragraph, then each option (--task-opt key=value)
+    with its type, default and description (the field's docstring)."""
+    import json
+
+    from pydantic_core import PydanticUndefined
+
+    doc = (cls.__dict__.get("__doc__") or "").strip().split("\n\n")[0]  # its own, not Task's
+    console.print(safe(f"{cls.name} ({cls.level}, reward {cls.reward_kind}, version "
+                       f"{cls.version})"), highlight=False)
+    if doc:
+        console.print(safe(" ".join(doc.split())), highlight=False)
+    table = Table("option", "type", "default", "description", title="--task-opt key=value "
+                  "(values are JSON: n_heldout=50, source='\"offline\"' or source=offline)")
+    table.columns[0].no_wrap = True
+    secret = cls.Params.secret_fields()
+    for name, f in cls.Params.model_fields.items():
+        if f.default_factory is not None:
+            default = f.default_factory()  # type: ignore[call-arg]
+        else:
+            default = None if f.default is PydanticUndefined else f.default
+        shown = "(required)" if f.is_required() else json.dumps(default, default=str)
+        kind = (f.annotation.__name__ if isinstance(f.annotation, type)
+                else str(f.annotation).replace("typing.", ""))
+        desc = " ".join((f.description or "").split())
+        if name in secret:
+            desc += " Secret: kept out of the workspace and of run records."
+        table.add_row(safe(name), safe(kind), safe(shown), safe(desc))
     console.print(table)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from a2rl.runner._prune import RunEntry
 
 app = typer.Typer(help="a2rl: can LLM coding agents engineer LLM post-training? "
                   "(Agent² RL-Bench harness)", no_args_is_help=True,
@@ -16,6 +19,21 @@ app.add_typer(runs_app, name="runs")
 agents_app = typer.Typer(help="Agents under test: list them, install their CLIs.")
 app.add_typer(agents_app, name="agents")
 
+def _version(value: bool) -> None:
+    if value:
+        from a2rl import __version__
+
+        typer.echo(f"a2rl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print a2rl's version and exit.")
+        ] = False) -> None:
+    """a2rl: can LLM coding agents engineer LLM post-training? (Agent² RL-Bench harness)"""
+
+
 RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<run_id> "
                                               "(default ./runs or $A2RL_RUNS_DIR).")]
 
@@ -23,11 +41,13 @@ RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<
 def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     from a2rl._errors import A2RLError
 
+    example = {"--task-opt": "--task-opt n_heldout=50 (`a2rl tasks show TASK` lists the keys)",
+               "--agent-opt": "--agent-opt steps=40"}.get(flag, f"{flag} key=value")
     out: dict[str, str] = {}
     for v in values or []:
         key, sep, val = v.partition("=")
         if not sep or not key:
-            raise A2RLError(f"{flag} {v!r} is not key=value", f"e.g. {flag} steps=40")
+            raise A2RLError(f"{flag} {v!r} is not key=value", f"e.g. {example}")
         out[key.strip()] = val.strip()
     return out
 
@@ -99,6 +119,10 @@ def run(
     scaffold_opt: Annotated[list[str] | None, typer.Option(help="key=value for the scaffold "
                             "(llm_base_url, llm_model, reviewer=person, revision_every=2, ...; "
                             "`a2rl schema run` lists them).")] = None,
+    agent_dir: Annotated[list[Path] | None, typer.Option(
+        help="Host folder the agent needs (its scripts, prompts), mounted read-only in the "
+             "sandbox; repeatable. The folder of a script named in cmd:'…' is mounted "
+             "automatically.")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
@@ -108,7 +132,8 @@ def run(
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
             allow_host=allow_host or [],
             grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                     min_interval) | _scaffold_option(scaffold, scaffold_opt))
+                                     min_interval) | _scaffold_option(scaffold, scaffold_opt),
+            agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []])
 
 
 def _scaffold_option(components: str | None, options: list[str] | None) -> dict[str, object]:
@@ -169,7 +194,8 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             driver: str | None = None, driver_base_url: str | None = None,
             network: str = "allowlist", sandbox: str = "bwrap",
             allow_host: list[str] | None = None,
-            grading: dict[str, object] | None = None) -> object:
+            grading: dict[str, object] | None = None,
+            agent_dirs: list[str] | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -204,6 +230,7 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
+                       agent_dirs=list(agent_dirs or []),
                        **net, **(grading or {}))  # type: ignore[arg-type]
     console = Console()
     if tasks:
@@ -280,6 +307,85 @@ def runs_repair(run: Annotated[str, typer.Argument(help="Run id, or path to a ru
     show_run(record, console, path)
 
 
+@runs_app.command("rm")
+def runs_rm(runs: Annotated[list[str], typer.Argument(help="Run ids (or unique prefixes) or "
+                                                      "run directories.")],
+            runs_dir: RunsDir = None,
+            dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
+            yes: Annotated[bool, typer.Option("--yes", "-y", help="Remove without asking.")
+                           ] = False) -> None:
+    """Delete recorded runs (run directory, workspace, ledger, artifacts). A live run is never
+    removed; a multi run is removed with all its tasks."""
+    from a2rl._errors import A2RLError
+    from a2rl.runner._prune import entry
+
+    base = _runs_dir(runs_dir)
+    entries = [entry(_find_run(r, runs_dir)) for r in runs]
+    for e in entries:
+        if e.live:
+            assert e.record is not None
+            raise A2RLError(f"run {e.record.run_id} is still running (harness pid "
+                            f"{e.record.harness_pid}); nothing was removed",
+                            "wait for it to end, or stop it with SIGTERM (it closes its "
+                            "record), then remove it")
+    _remove_runs(entries, base, dry_run=dry_run, yes=yes)
+
+
+@runs_app.command("prune")
+def runs_prune(
+    runs_dir: RunsDir = None,
+    failed: Annotated[bool, typer.Option(help="Runs that failed (or whose harness died "
+                                         "without closing them).")] = False,
+    older_than: Annotated[str | None, typer.Option(help="Runs started longer ago than this "
+                                                   "(7d, 12h, 30m).")] = None,
+    task: Annotated[str | None, typer.Option(help="Only runs of this task.")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Remove without asking.")] = False,
+) -> None:
+    """Delete every run matching all the filters given (at least --failed or --older-than);
+    live runs are always kept."""
+    from a2rl._errors import A2RLError
+    from a2rl.runner._prune import all_runs, parse_age, select_prune
+
+    if not failed and older_than is None:
+        raise A2RLError("`a2rl runs prune` needs a filter",
+                        "add --failed and/or --older-than 7d (and --dry-run to look first)")
+    base = _runs_dir(runs_dir)
+    chosen = select_prune(all_runs(base), failed=failed,
+                          older_than=parse_age(older_than) if older_than else None, task=task)
+    if not chosen:
+        typer.echo(f"no run under {base} matches")
+        return
+    _remove_runs(chosen, base, dry_run=dry_run, yes=yes)
+
+
+def _remove_runs(entries: list[RunEntry], base: Path, *, dry_run: bool, yes: bool) -> None:
+    from a2rl._errors import A2RLError
+    from a2rl.runner._prune import group, remove
+
+    paths: list[Path] = []
+    for e in entries:
+        for p in group(e, base):
+            if p not in paths:
+                paths.append(p)
+    for e in entries:
+        typer.echo(f"{'would remove' if dry_run else 'remove'} {e.label()}")
+    extra = [p for p in paths if p not in {e.path for e in entries}]
+    for p in extra:
+        typer.echo(f"  with {p} (same multi run)")
+    if dry_run:
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise A2RLError(f"removing {len(paths)} folder(s) needs a confirmation",
+                            "pass --yes (or look first with --dry-run)")
+        if not typer.confirm(f"delete {len(paths)} folder(s) for good?", default=False):
+            typer.echo("nothing removed")
+            raise typer.Exit(1)
+    remove(paths)
+    typer.echo(f"removed {len(entries)} run(s)")
+
+
 def _find_run(run: str, runs_dir: Path | None) -> Path:
     from a2rl._errors import A2RLError
 
@@ -300,6 +406,7 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     from rich.console import Console
 
     from a2rl._errors import A2RLError
+    from a2rl._report_console import safe
     from a2rl.analysis import analyze_run
     from a2rl.grader import restore_task
     from a2rl.runner import load_run
@@ -311,17 +418,18 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
         try:
             heldout = restore_task(record.task.name, record.task.params).heldout_items()
         except A2RLError as exc:  # e.g. a hub task analysed offline
-            Console(stderr=True).print(f"[yellow]held-out items unavailable ({exc.message}); "
-                                       "contamination is not checked[/]")
+            Console(stderr=True).print(f"[yellow]held-out items unavailable "
+                                       f"({safe(exc.message)}); contamination is not checked[/]")
     analysis = analyze_run(path, heldout=heldout)
     console = Console()
-    console.print(f"route {analysis.route}; methods {', '.join(analysis.methods_attempted) or 'none'}; "
-                  f"{len(analysis.findings)} finding(s)")
-    from a2rl._report_console import safe
+    console.print(safe(f"route {analysis.route}; methods "
+                       f"{', '.join(analysis.methods_attempted) or 'none'}; "
+                       f"{len(analysis.findings)} finding(s)"), highlight=False)
 
     for f in analysis.findings:  # findings quote agent-controlled text: never markup
         console.print(safe(f"  [{f.severity}] {f.kind}: {f.message}"), highlight=False)
-    console.print(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, {path / 'analysis.json'}")
+    console.print(safe(f"wrote {path / 'summary.md'}, {path / 'summary.jsonl'}, "
+                       f"{path / 'analysis.json'}"), highlight=False)
 
 
 import_app = typer.Typer(help="Bring in a run made by another harness as an a2rl run (then "
@@ -335,7 +443,7 @@ def _imported(path: Path, analyze_after: bool) -> None:
     from a2rl.records import load_run
 
     record = load_run(path)
-    console = Console()
+    console = Console(markup=False)  # imported records quote another harness's text
     info = record.imported
     console.print(f"imported {record.run_id} ({info.harness if info else '?'}): "
                   f"{len(record.submissions)} submission(s), best "
@@ -535,8 +643,17 @@ def eval_cmd(
     show_eval(record, folder)
 
 
+_last_line = [0.0]
+
+
 def _progress_line(done: int, total: int) -> None:
-    sys.stderr.write(f"\r{done}/{total}" + ("\n" if done >= total else ""))
+    import time
+
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r{done}/{total}" + ("\n" if done >= total else ""))
+    elif done >= total or time.monotonic() - _last_line[0] >= 30:  # a log: a line per 30 s
+        _last_line[0] = time.monotonic()
+        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {done}/{total}\n")
     sys.stderr.flush()
 
 
@@ -558,14 +675,36 @@ def rescore(runs: Annotated[list[str], typer.Argument(help="Run ids or run direc
         raise typer.Exit(1)
 
 
-@app.command("tasks")
-def tasks_cmd() -> None:
-    """List the registered tasks."""
+tasks_app = typer.Typer(help="Registered tasks: list them, show one's options.")
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.callback(invoke_without_command=True)
+def tasks_default(ctx: typer.Context) -> None:
+    """With no subcommand: the same as `a2rl tasks list`."""
+    if ctx.invoked_subcommand is None:
+        tasks_list()
+
+
+@tasks_app.command("list")
+def tasks_list() -> None:
+    """One line per registered task (`a2rl tasks show TASK` for its options)."""
     from a2rl.tasks import list_tasks, task_class
 
     for name in list_tasks():
         cls = task_class(name)
         typer.echo(f"{name:12s} {cls.level}  reward={cls.reward_kind}  version={cls.version}")
+
+
+@tasks_app.command("show")
+def tasks_show(task: Annotated[str, typer.Argument(help="Task name (a2rl tasks list).")]) -> None:
+    """A task's options (--task-opt key=value): type, default and what each one does."""
+    from rich.console import Console
+
+    from a2rl._report_console import show_task_options
+    from a2rl.tasks import task_class
+
+    show_task_options(task_class(task), Console())
 
 
 @agents_app.callback(invoke_without_command=True)

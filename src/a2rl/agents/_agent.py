@@ -114,6 +114,13 @@ class CommandAgent(Agent):
 
     def __init__(self, shell_command: str) -> None:
         self.shell_command = shell_command
+        self.mounts: list[Path] = []
+        """Host paths mounted read-only (the named script's folder; set by the run's checks)."""
+        self.notes: list[str] = []
+        """What the run's checks want the user to know (printed before the run)."""
 
     def command(self, ctx: AgentContext) -> list[str]:
         return ["bash", "-c", self.shell_command]
+
+    def sandbox_mounts(self) -> list[Path]:
+        return list(self.mounts)

@@ -246,6 +246,22 @@ def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
     return config
 
 
+def _run_failure(run: RunRecord, subs: list[SubmissionRecord],
+                 no_valid: bool) -> tuple[FailureType | None, str | None]:
+    """The whole run's failure type. An agent command that never ran (exit 126/127: not
+    executable / not found) without a single submission is the setup's failure, not the
+    agent's coding."""
+    code = run.agent_exit_code
+    if not subs and code in (126, 127):
+        what = "was not found" if code == 127 else "could not be executed"
+        return ("harness/setup failure",
+                f"the agent command {what} (exit {code} after {run.timings.agent_s:.0f} s); "
+                "see agent/transcript.log")
+    if no_valid:
+        return "early coding failure", "no valid submission in the whole run"
+    return None, None
+
+
 def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: bool,
              best_before: float | None, had_valid_before: bool) -> tuple[FailureType | None, str | None]:
     if rec.status == "baseline_copy":
@@ -530,14 +546,14 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
         if final_snap or final_files else "unknown (no snapshot)"
     agent_s = run.timings.agent_s or None
     no_valid = not any(r.valid for r in subs)
+    failure_type, failure_evidence = _run_failure(run, subs, no_valid)
     iterations.append(IterationSummary(
         index=len(subs) + 1, submission_id=None, elapsed_marker=hms(agent_s),
         elapsed_s=agent_s, duration_s=round(agent_s - builder.prev_elapsed, 2) if agent_s else None,
         status=run.exit_reason or run.status, exit_code=run.agent_exit_code,
         score=run.best.score if run.best else None, improvement=run.improvement,
         training_type=run_route, methods=sorted(all_methods),
-        failure_type="early coding failure" if no_valid else None,
-        failure_evidence="no valid submission in the whole run" if no_valid else None,
+        failure_type=failure_type, failure_evidence=failure_evidence,
         changed_files=final_snap.changed[:50] if final_snap else [],
         scripts=sorted(executed_scripts(transcript, final_files))))
 

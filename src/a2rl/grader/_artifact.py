@@ -332,7 +332,10 @@ def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_by
             check_model_dir(staging)
             artifact_hash = weights_hash(staging)
         except A2RLError as exc:
-            raise _reject(_scrub(exc.message, staging, shown),
+            message = _scrub(exc.message, staging, shown)
+            if not message.startswith(shown):  # e.g. "model.safetensors is not …": whose?
+                message = f"{shown}: {message}"
+            raise _reject(message,
                           _scrub(exc.fix or "", staging, shown) or "save the model again") \
                 from None
         except (OSError, ValueError, RecursionError, MemoryError) as exc:

@@ -265,8 +265,8 @@ class Grader:
                                improvement=0.0, eval_seconds=0.0, n_items=self.baseline.n_items,
                                ci_low=self.baseline.ci_low, ci_high=self.baseline.ci_high,
                                ci_method=self.baseline.ci_method, significant=False,
-                               error="these files are identical to the base model; "
-                                     "it scores the baseline")
+                               note="these files are identical to the base model; "
+                                    "it scores the baseline")
             if final:
                 self._designate(rec)
             return self.response(rec)
@@ -558,7 +558,8 @@ class Grader:
                               baseline=rec.baseline, improvement=rec.improvement,
                               best=self.ledger.best(), n_submissions=len(self.feedback_records()),
                               cached=rec.cached, error=rec.error, ci_low=rec.ci_low,
-                              ci_high=rec.ci_high, significant=rec.significant, split=rec.split)
+                              ci_high=rec.ci_high, significant=rec.significant, split=rec.split,
+                              note=rec.note)
 
     def status(self) -> StatusResponse:
         cap = self.config.max_submissions

@@ -71,12 +71,14 @@ class PublicSubmission(BaseModel):
     ci_high: float | None = None
     significant: bool | None = None
     split: str = "all"
+    note: str | None = None
 
     @classmethod
     def of(cls, r: SubmissionRecord) -> PublicSubmission:
         return cls(id=r.id, status=r.status, model_path=r.model_path, score=r.score,
                    improvement=r.improvement, cached=r.cached, error=r.error, ci_low=r.ci_low,
-                   ci_high=r.ci_high, significant=r.significant, split=r.split)
+                   ci_high=r.ci_high, significant=r.significant, split=r.split,
+                   note=r.note)
 
 
 def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> FastAPI:

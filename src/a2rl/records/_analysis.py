@@ -10,6 +10,7 @@ from a2rl.records._grader import FinalResult
 
 FailureType = Literal["rollout construction failure", "reward/data design failure",
                       "training collapse/instability", "early coding failure",
+                      "harness/setup failure",
                       "static shortcut without transfer"]
 Severity = Literal["info", "warning", "critical"]
 ANALYSIS_FORMAT = 2

@@ -108,6 +108,9 @@ class SubmissionRecord(BaseModel):
     when both have per-item values on the same items, else the baseline outside this CI."""
     final_of: str | None = None
     """On a test-split record: the id of the submission it is the final evaluation of."""
+    note: str | None = None
+    """Information about a valid submission (e.g. why a baseline copy scores the baseline);
+    `error` is only ever set when something went wrong."""
 
     @property
     def valid(self) -> bool:
@@ -151,6 +154,8 @@ class SubmitResponse(BaseModel):
     """The score was reused from an earlier submission with identical files."""
     error: str | None = None
     """Reason for rejection or failure, and the fix."""
+    note: str | None = None
+    """Information about a valid submission (e.g. a baseline copy), never an error."""
     ci_low: float | None = None
     """Lower bound of the score's 95 % confidence interval."""
     ci_high: float | None = None

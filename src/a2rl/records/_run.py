@@ -107,6 +107,8 @@ class RunConfig(BaseModel):
     scaffold: ScaffoldConfig | None = None
     """--scaffold: the experience-driven scaffold's components and options (None: off, the
     autonomous protocol)."""
+    agent_dirs: list[str] = Field(default_factory=list)
+    """--agent-dir: host folders mounted read-only into the sandbox (absolute paths)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:

@@ -23,10 +23,11 @@ from rich.progress import (
 )
 
 from a2rl._errors import A2RLError
-from a2rl._report_console import safe
+from a2rl._report_console import plain_text, progress_for, safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import Agent, AgentContext, get_agent
+from a2rl.agents._agent import CommandAgent
 from a2rl.grader import (
     Grader,
     GraderConfig,
@@ -37,13 +38,20 @@ from a2rl.grader import (
     score_baseline,
 )
 from a2rl.grader._secret import redacted_spec, secret_fields
-from a2rl.models import resolve_model
+from a2rl.models import ResolvedModel, resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
 from a2rl.runner._lifecycle import (
     SANDBOX_FILE,
     closing,
     kill_leftover_groups,
     terminate_on_signals,
+)
+from a2rl.runner._precheck import (
+    check_in_sandbox,
+    check_limits,
+    check_mountable,
+    early_exit_hint,
+    plan_command,
 )
 from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import AgentProcess, HarnessTerminated
@@ -68,6 +76,7 @@ from a2rl.workspace import (
     check_mode,
     write_grader_envs,
 )
+from a2rl.workspace._machine import NetworkFacts
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
@@ -92,9 +101,19 @@ def new_run_id(agent: str) -> str:
 
 
 def _progress(console: Console) -> Progress:
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), console=console, transient=True)
+    # not a terminal (a Slurm log): periodic plain lines instead of a bar nobody sees
+    return progress_for(console, TextColumn("[progress.description]{task.description}"),
+                        BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TimeRemainingColumn(), transient=True,
+                        every_s=_progress_every())
+
+
+def _progress_every() -> float:
+    """Seconds between progress lines off a terminal ($A2RL_PROGRESS_EVERY, default 30)."""
+    try:
+        return max(0.0, float(os.environ.get("A2RL_PROGRESS_EVERY", "30")))
+    except ValueError:
+        return 30.0
 
 
 class _RunEvents:
@@ -147,8 +166,9 @@ class _TaskRun:
     and live summary. A plain run has one; a `multi` run has one per task and one agent."""
 
     def __init__(self, config: RunConfig, run_id: str, sandboxed: bool, console: Console,
-                 *, ws_root: Path | None = None) -> None:
+                 *, ws_root: Path | None = None, base: ResolvedModel | None = None) -> None:
         self.config, self.console = config, console
+        self._base = base  # resolved before the run folder exists (a bad --model leaves none)
         self.task = get_task(config.task, config.task_params)
         self.run_dir = Path(config.runs_dir) / config.task / run_id
         if self.run_dir.exists():
@@ -178,7 +198,7 @@ class _TaskRun:
     def prepare(self, started: float) -> Workspace:
         """Model, workspace and baseline (not charged to the agent)."""
         config, record, task = self.config, self.record, self.task
-        base = self.base = resolve_model(config.model)
+        base = self.base = self._base or resolve_model(config.model)
         record.model = ModelInfo(spec=base.spec, source=base.source, path=str(base.path),
                                  content_hash=base.content_hash, model_type=base.model_type)
         record.task = TaskInfo(name=task.name, version=task.version, level=task.level,
@@ -193,7 +213,11 @@ class _TaskRun:
                                    min_interval_s=config.min_interval_s)
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
                                   budget_s=config.budget_s, description=description,
-                                  protocol=protocol)
+                                  protocol=protocol, network=NetworkFacts(
+                                      config.network, sandboxed=record.sandboxed,
+                                      package_index=bool(getattr(task, "allow_package_index",
+                                                                 False)),
+                                      extra_hosts=tuple(config.allow_hosts)))
         if config.scaffold is not None:  # its tool and instructions, before the agent starts
             from a2rl.scaffold import Scaffold, install
 
@@ -325,11 +349,23 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, int | None]:
     if config.mode != "multi" and config.tasks:
         raise A2RLError(f"several tasks ({', '.join(config.tasks)}) need --mode multi",
                         "add --mode multi, or run one task at a time")
+    check_limits(port=config.port, eval_timeout_s=config.eval_timeout_s,
+                 grace_s=config.grace_s, runs_dir=Path(config.runs_dir))
     agent = get_agent(config.agent)
+    plan = None
+    if isinstance(agent, CommandAgent):
+        plan = plan_command(agent.shell_command, agent_dirs=[Path(d) for d in config.agent_dirs],
+                            cwd=Path.cwd(), runs_dir=Path(config.runs_dir))
+        agent.shell_command, agent.mounts, agent.notes = plan.command, plan.mounts, plan.notes
+    else:
+        for d in config.agent_dirs:
+            check_mountable(Path(d), Path(config.runs_dir), "--agent-dir")
     if config.network != "full" and config.sandbox == "none":
         raise A2RLError(f"--network {config.network} needs a sandbox (its own network "
                         "namespace)", "drop --no-sandbox, or use --network full")
     sandbox = start_sandbox(config.sandbox)  # fails here, before the baseline, if it cannot run
+    if plan is not None:  # the command as the agent's sandbox sees it, before the baseline
+        check_in_sandbox(plan, sandbox)
     driver_port = _loopback_port(config.driver_base_url)
     if config.network == "none" and config.driver_base_url and driver_port is None:
         raise A2RLError(f"--network none cannot reach the driver at {config.driver_base_url}",
@@ -357,8 +393,10 @@ def _run_one(config: RunConfig, *, console: Console | None, echo_agent: bool,
     console = console or Console()
     started = time.monotonic()
     agent, sandbox, driver_port = _check_config(config)
+    _print_notes(agent, console)
+    base = resolve_model(config.model)  # a bad --model fails before the run folder exists
     run_id = run_id or new_run_id(config.agent)
-    part = _TaskRun(config, run_id, sandbox.sandboxed, console)
+    part = _TaskRun(config, run_id, sandbox.sandboxed, console, base=base)
     console.print(f"[bold]a2rl run[/] {safe(run_id)}  " + safe(
                   f"task={config.task} agent={config.agent} model={config.model} "
                   f"mode={config.mode} budget={config.budget_s:.0f}s sandbox={sandbox.kind} "
@@ -398,6 +436,8 @@ def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent:
     console = console or Console()
     started = time.monotonic()
     agent, sandbox, driver_port = _check_config(config)
+    _print_notes(agent, console)
+    base = resolve_model(config.model)  # a bad --model fails before the run folder exists
     run_id = run_id or new_run_id(config.agent)
     root = Path(config.runs_dir) / "multi" / run_id
     if root.exists():
@@ -413,7 +453,8 @@ def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent:
                   + ("  [bold red]HOST NETWORK[/]" if config.network == "full" else ""))
     parts = [_TaskRun(config.model_copy(update={"task": name, "task_params": task_params_for(
                           name, config.task_params)}), run_id, sandbox.sandboxed,
-                      console, ws_root=root / "workspace" / name) for name in config.tasks]
+                      console, ws_root=root / "workspace" / name, base=base)
+             for name in config.tasks]
     try:
         for part in parts:
             (part.run_dir / "agent").symlink_to(root / "agent")
@@ -482,7 +523,8 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                     for part in parts:
                         part.record.allowed_hosts = allowed
                 bridge = HostBridge(ports, served=served).start()
-            read_only = agent.sandbox_mounts() + [
+            read_only = list(dict.fromkeys(agent.sandbox_mounts() + [
+                Path(d) for d in config.agent_dirs])) + [
                 p.ws.root / entry for p in parts if p.ws.root != ws.root
                 for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()
             ] + [path for p in parts for path in p.scaffold_read_only]
@@ -571,6 +613,11 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                 part.record.exit_reason, part.record.agent_exit_code = reason, code
             progress.remove_task(agent_bar)
             console.print(f"agent stopped: {reason} (exit code {code})")
+            hint = early_exit_hint(agent_dir / "transcript.log", code,
+                                   parts[0].record.timings.agent_s) \
+                if reason == "agent_exited" else None
+            for line in hint or []:  # the transcript is the agent's text: never markup
+                console.print(Text(plain_text(line), style="yellow"), highlight=False)
             t2 = time.monotonic()
             for part, grader in zip(parts, graders, strict=True):
                 if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
@@ -587,6 +634,13 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             for part in parts:
                 part.record.network_attempts = dict(proxy.counts)
         sandbox.cleanup()
+
+
+def _print_notes(agent: Agent, console: Console) -> None:
+    from rich.text import Text
+
+    for note in getattr(agent, "notes", []):
+        console.print(Text(plain_text(note), style="yellow"), highlight=False)
 
 
 def _allow_list(config: RunConfig, agent: Agent, parts: list[_TaskRun]) -> list[str]:

@@ -14,7 +14,7 @@ from string import Template
 from a2rl._errors import A2RLError
 from a2rl.models import ResolvedModel
 from a2rl.tasks import Task
-from a2rl.workspace._machine import machine_facts
+from a2rl.workspace._machine import NetworkFacts, machine_facts
 
 MODES = ("free", "sft-only", "rl-oriented", "multi")
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
@@ -93,13 +93,14 @@ class GradingProtocol:
 
 
 def render_instructions(mode: str, *, budget_s: float, workspace: Path,
-                        protocol: GradingProtocol | None = None) -> str:
+                        protocol: GradingProtocol | None = None,
+                        network: NetworkFacts | None = None) -> str:
     templates = resources.files("a2rl.workspace") / "templates"
     rules = (templates / f"{check_mode(mode)}.md").read_text().strip()
     common = Template((templates / "_common.md").read_text())
     grading = Template((protocol or GradingProtocol()).text()).substitute()
     return common.substitute(mode=mode, mode_rules=rules, budget_human=human_duration(budget_s),
-                             workspace=str(workspace), machine=machine_facts(),
+                             workspace=str(workspace), machine=machine_facts(workspace, network),
                              grading_protocol=grading)
 
 
@@ -115,7 +116,8 @@ def _make_read_only(path: Path) -> None:
 
 
 def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, budget_s: float,
-                    description: str, protocol: GradingProtocol | None = None) -> Workspace:
+                    description: str, protocol: GradingProtocol | None = None,
+                    network: NetworkFacts | None = None) -> Workspace:
     """Create `root` (must not exist): model copy, train-visible data, docs, timer, code/, output/.
 
     The base model is copied, never linked: a link into a shared cache would let one run's agent
@@ -137,7 +139,8 @@ def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, b
                                                        "params": task.params.public()}, indent=1))
     (root / "description.md").write_text(description)
     (root / "instructions.md").write_text(render_instructions(mode, budget_s=budget_s,
-                                                              workspace=root, protocol=protocol))
+                                                              workspace=root, protocol=protocol,
+                                                              network=network))
     timer = root / "timer.sh"
     timer.write_text((resources.files("a2rl.workspace") / "templates" / "timer.sh").read_text())
     timer.chmod(0o555)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a2rl._errors import A2RLError
+from a2rl._errors import A2RLError, validation_problems
 from a2rl._plugins import load, registered
 from a2rl.tasks._core.task import Task, TaskSpec
 
@@ -49,8 +49,9 @@ def get_task(name: str, params: dict[str, Any] | None = None) -> Task:
     try:
         return cls(params)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
-        raise A2RLError(f"bad options for task {name!r}: {exc}",
-                        f"valid options: {', '.join(cls.Params.model_fields)}") from exc
+        raise A2RLError(f"bad options for task {name!r}: {validation_problems(exc)}",
+                        f"valid --task-opt keys: {', '.join(cls.Params.model_fields)} "
+                        f"(`a2rl tasks show {name}` explains each)") from exc
 
 
 def task_from_spec(spec: TaskSpec) -> Task:

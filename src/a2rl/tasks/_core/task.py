@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
 from a2rl._errors import A2RLError
@@ -39,7 +39,18 @@ class TaskParams(BaseModel):
     """Per-task options. Subclasses add fields; all must be JSON-serialisable. Options that
     identify the held-out set are declared with `secret_field()`."""
 
-    model_config = ConfigDict(extra="forbid")
+    # use_attribute_docstrings: each option's docstring is its description (`a2rl tasks show`)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    @model_validator(mode="after")
+    def _seeds_not_negative(self) -> TaskParams:
+        # numpy and torch refuse negative seeds deep inside data generation, after a run
+        # folder exists: refuse them here, when the options are read.
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name.endswith("seed") and isinstance(value, int) and value < 0:
+                raise ValueError(f"{name} must be 0 or more (got {value})")
+        return self
 
     @classmethod
     def secret_fields(cls) -> frozenset[str]:
