@@ -42,6 +42,7 @@ from typing import Any
 
 from a2rl.agents.reference_agent.recipe import (
     Candidate,
+    TimePlan,
     is_correct,
     plan_time,
     rft_rows,
@@ -162,8 +163,10 @@ def static(code: Path, args: argparse.Namespace) -> None:
     plan = plan_time(left, gen_s_per_item=plan_rate, n_dev=len(dev),
                      n_train_rows=len(train_rows) * passes, max_candidates=args.candidates,
                      gen_fraction=args.gen_fraction if recipe == "rft" else 0.0)
+    if args.steps:  # a fixed amount of work, whatever the machine's speed
+        plan = TimePlan(min(len(train_rows), args.gen_items) * passes, 0.0, 2, True)
     log(f"{left:.0f} s left: plan {plan}")
-    if not plan.feasible and not args.steps:
+    if not plan.feasible:
         log("not enough time for even a short training run; stopping")
         return
 
@@ -190,47 +193,81 @@ def static(code: Path, args: argparse.Namespace) -> None:
     if gen is not None:
         gen.close()
 
-    # Re-plan with the clock after sampling: training gets what is left minus the checks.
-    left = remaining()
-    dev_check_s = 1.3 * len(dev) * plan_rate
-    n_cand = plan.n_candidates
-    seconds = left - args.margin - args.startup - n_cand * dev_check_s
-    while n_cand > 1 and seconds < 30 * n_cand:
-        n_cand -= 1
+    script = code / ("train_grpo.py" if recipe == "grpo" else "train_sft.py")
+    shutil.copyfile(HERE / script.name, script)
+    log(f"wrote {script}")
+    if args.steps:
+        paths = staged(script, base, data, args)
+        candidates = [Candidate(p, 0.0) for p in paths]
+        dev_check_s = 0.0
+    else:
+        # Re-plan with the clock after sampling: training gets what is left minus the checks.
+        left = remaining()
+        dev_check_s = 1.3 * len(dev) * plan_rate
+        n_cand = plan.n_candidates
         seconds = left - args.margin - args.startup - n_cand * dev_check_s
-    out = "output/" + recipe
-    cmd = train_cmd(code / ("train_grpo.py" if recipe == "grpo" else "train_sft.py"), base, data,
-                    out, args, seconds, n_cand)
-    log("$ " + " ".join(cmd))
-    if subprocess.run(cmd).returncode != 0:
-        log("training failed; nothing to submit")
-        return
-    paths = ([f"{out}/c{k + 1}" for k in range(n_cand)] if not args.steps else [out])
-    paths = [p for p in paths if Path(p, "config.json").exists()]
+        while n_cand > 1 and seconds < 30 * n_cand:
+            n_cand -= 1
+            seconds = left - args.margin - args.startup - n_cand * dev_check_s
+        out = "output/" + recipe
+        cmd = train_cmd(script, base, data, out, args, seconds, n_cand)
+        log("$ " + " ".join(cmd))
+        if subprocess.run(cmd).returncode != 0:
+            log("training failed; nothing to submit")
+            return
+        paths = [p for p in (f"{out}/c{k + 1}" for k in range(n_cand))
+                 if Path(p, "config.json").exists()]
+        candidates = judge(paths, dev, check, dev_check_s, args)
+    if args.steps:  # the fixed-step stages, in order
+        chosen = candidates
+    elif check is None:  # nothing to judge with: the latest checkpoints, the last first
+        chosen = candidates[::-1][: args.max_submit]
+    else:
+        chosen = select_candidates(candidates, base_dev, max_submit=args.max_submit)
+        if chosen and chosen[0].dev_score <= base_dev:
+            log("no candidate beats the base model on dev; submitting the best one anyway")
+    for c in chosen:
+        # Not waiting: the grader scores it after this agent exits, so the time left is not
+        # spent waiting for evaluations.
+        reply = grader("POST", "/submit", {"model_path": c.path, "wait": False})
+        log(f"submitted {c.path} (dev {c.dev_score:.1f}): {json.dumps(reply)}")
+
+
+def staged(script: Path, base: str, data: Path, args: argparse.Namespace) -> list[str]:
+    """Fixed steps: v1 from the base model, v2 trained `steps` more from v1."""
+    done: list[str] = []
+    for init, out in ((base, "output/v1"), ("output/v1", "output/v2")):
+        if init != base and init not in done:
+            break
+        cmd = train_cmd(script, init, data, out, args, 0.0, 1)
+        log("$ " + " ".join(cmd))
+        if subprocess.run(cmd).returncode != 0:
+            log(f"training {out} failed")
+            break
+        done.append(out)
+    return done
+
+
+def judge(paths: list[str], dev: list[dict[str, Any]],
+          check: Callable[[str, dict[str, Any]], bool] | None, dev_check_s: float,
+          args: argparse.Namespace) -> list[Candidate]:
+    """Each checkpoint's dev score, the last checkpoint first (when time runs out, the most
+    trained one has been checked); unchecked ones are left out."""
     candidates: list[Candidate] = []
-    for path in reversed(paths):  # the last checkpoint first: when time runs out, it is checked
-        if check is None:
-            candidates.append(Candidate(path, float(len(candidates) == 0)))
-            continue
+    if check is None:
+        return [Candidate(p, 0.0) for p in paths]
+    for path in reversed(paths):
         if remaining() < dev_check_s + args.margin:
             log(f"no time left to check {path} on dev")
             continue
         g = Generator(path, args.max_new_tokens)
         score = dev_score(g(dev), dev, check)
         g.close()
-        log(f"{path} on dev: {score:.1f} (base {base_dev:.1f})")
+        log(f"{path} on dev: {score:.1f}")
         candidates.append(Candidate(path, score))
     if not candidates and paths:
         candidates = [Candidate(paths[-1], 0.0)]
-    chosen = select_candidates(candidates, base_dev if check else -1.0,
-                               max_submit=args.max_submit)
-    if chosen and chosen[0].dev_score <= base_dev and check is not None:
-        log("no candidate beats the base model on dev; submitting the best one anyway")
-    for c in chosen:
-        # Not waiting: the grader scores it after this agent exits, so the time left is not
-        # spent waiting for evaluations.
-        reply = grader("POST", "/submit", {"model_path": c.path, "wait": False})
-        log(f"submitted {c.path} (dev {c.dev_score:.1f}): {json.dumps(reply)}")
+    return candidates
 
 
 def interactive(script: Path, args: argparse.Namespace) -> None:
@@ -292,6 +329,8 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=1,
                     help="sampled passes besides the greedy one (rft; rollouts per round)")
     ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--gen-items", type=int, default=300,
+                    help="with --steps: train questions to sample (rft)")
     ap.add_argument("--gen-fraction", type=float, default=0.15,
                     help="share of the time left for rejection sampling (rft)")
     ap.add_argument("--gen-rate", type=float, default=0.2,
@@ -315,11 +354,9 @@ def main() -> int:
         f"{status.get('remaining_seconds')} s left")
     code = Path("code")
     code.mkdir(exist_ok=True)
-    for name in ("train_sft.py", "train_grpo.py"):
-        shutil.copyfile(HERE / name, code / name)
-    log(f"wrote {code}/train_sft.py and {code}/train_grpo.py")
-
     if (Path(os.environ["DATA_PATH"]) / "episodes.jsonl").exists():
+        shutil.copyfile(HERE / "train_sft.py", code / "train_sft.py")
+        log(f"wrote {code}/train_sft.py")
         interactive(code / "train_sft.py", args)
     else:
         static(code, args)
