@@ -140,6 +140,28 @@ def checkpoint_times(total_s: float, n: int) -> list[float]:
     return [total_s * (k + 1) / n for k in range(n)]
 
 
+class TimeKeeper:
+    """What a training run sized in seconds does after each optimizer step: how many of the
+    evenly spaced checkpoints are due, and whether to stop. `finish` gives the checkpoints still
+    owed when training ended early (the data ran out): they are the final model."""
+
+    def __init__(self, total_s: float, n_checkpoints: int) -> None:
+        self.total_s = total_s
+        self.pending = checkpoint_times(total_s, max(1, n_checkpoints))
+
+    def after_step(self, elapsed_s: float) -> tuple[int, bool]:
+        """(checkpoints to save now, stop training)."""
+        due = 0
+        while self.pending and elapsed_s >= self.pending[0] - 1e-9:
+            self.pending.pop(0)
+            due += 1
+        return due, elapsed_s >= self.total_s
+
+    def finish(self) -> int:
+        owed, self.pending = len(self.pending), []
+        return owed
+
+
 @dataclass(frozen=True)
 class Candidate:
     path: str
@@ -180,12 +202,13 @@ def rft_rows(trajectories: Iterable[dict[str, Any]], *, min_reward: float) -> li
 
 def arith_reward(completions: Sequence[Any], answer: Sequence[str]) -> list[float]:
     """GRPO reward: 1 when the evaluator would read the right answer, else 0; plus 0.1 when the
-    first line is exactly one short line (the shape the evaluator reads best). `completions`
+    completion is one short non-empty line (the shape the evaluator reads best). `completions`
     are strings or conversational message lists, as TRL passes them."""
     rewards = []
     for completion, gold in zip(completions, answer, strict=True):
         text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
         score = 1.0 if is_correct(text, gold) else 0.0
         first = text.strip().split("\n", 1)[0]
-        rewards.append(score + (0.1 if text.strip() == first and len(first) <= 40 else 0.0))
+        one_line = bool(first.strip()) and text.strip() == first and len(first) <= 40
+        rewards.append(score + (0.1 if one_line else 0.0))
     return rewards

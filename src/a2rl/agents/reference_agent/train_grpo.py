@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from a2rl.agents.reference_agent.recipe import arith_reward, checkpoint_times, lr_factor
+from a2rl.agents.reference_agent.recipe import arith_reward, lr_factor
 from a2rl.agents.reference_agent.train_sft import Clock, LineProgress, TimeBudget
 
 
@@ -95,8 +95,7 @@ def main() -> None:
             optimizer, lambda step: lr_factor(step, clock.elapsed(), args.max_seconds,
                                               warmup_steps=1))
         optimizers = (optimizer, scheduler)
-        callbacks.append(TimeBudget(clock, args.max_seconds,
-                                    checkpoint_times(args.max_seconds, args.checkpoints), save))
+        callbacks.append(TimeBudget(clock, args.max_seconds, args.checkpoints, save))
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=config,
                           train_dataset=dataset, processing_class=tokenizer,
                           callbacks=callbacks, optimizers=optimizers)

@@ -46,27 +46,28 @@ class LineProgress(TrainerCallback):
 
 
 class TimeBudget(TrainerCallback):
-    """Stops training when the seconds are spent and saves the evenly spaced checkpoints."""
+    """Stops training when the seconds are spent and saves the evenly spaced checkpoints
+    (the decisions are recipe.TimeKeeper's)."""
 
-    def __init__(self, clock, total_s, save_times, save):
-        self.clock, self.total_s, self.save = clock, total_s, save
-        self.pending = list(save_times)
+    def __init__(self, clock, total_s, n_checkpoints, save):
+        from a2rl.agents.reference_agent.recipe import TimeKeeper
+
+        self.clock, self.save = clock, save
+        self.keeper = TimeKeeper(total_s, n_checkpoints)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.clock.start = time.monotonic()  # tokenizing and loading are not training time
 
     def on_step_end(self, args, state, control, **kwargs):
-        elapsed = self.clock.elapsed()
-        while self.pending and elapsed >= self.pending[0] - 1e-9:
-            self.pending.pop(0)
+        due, stop = self.keeper.after_step(self.clock.elapsed())
+        for _ in range(due):
             self.save(state.global_step)
-        if elapsed >= self.total_s:
+        if stop:
             control.should_training_stop = True
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
-        while self.pending:  # stopped early (data exhausted): the rest are the final model
-            self.pending.pop(0)
+        for _ in range(self.keeper.finish()):
             self.save(state.global_step)
 
 
@@ -146,7 +147,7 @@ def main() -> None:
     callbacks = [progress_callback(args.max_seconds if timed else None)]
     optimizers = (None, None)
     if timed:
-        from a2rl.agents.reference_agent.recipe import checkpoint_times, lr_factor
+        from a2rl.agents.reference_agent.recipe import lr_factor
 
         clock = Clock()
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
@@ -161,8 +162,7 @@ def main() -> None:
             saved.append(out)
 
         saved: list = []
-        callbacks.append(TimeBudget(clock, args.max_seconds,
-                                    checkpoint_times(args.max_seconds, args.checkpoints), save))
+        callbacks.append(TimeBudget(clock, args.max_seconds, args.checkpoints, save))
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset,
                          processing_class=tokenizer, callbacks=callbacks, optimizers=optimizers)
     trainer.remove_callback(PrinterCallback)  # LineProgress already reports each log step
