@@ -62,8 +62,8 @@ def test_self_generated_targets_keep_own_words_and_skip_the_uncorrectable() -> N
         {"prompt": "q1", "answer": "38 - 60 = -22", "source": "corrected"},
         {"prompt": "q3", "answer": "4 + 4 = 8", "source": "self"},
     ]
-    assert all(is_correct(t["answer"], r["answer"]) for t, r in zip(targets, [rows[0], rows[1],
-                                                                                rows[3]]))
+    kept = [rows[0], rows[1], rows[3]]
+    assert all(is_correct(t["answer"], r["answer"]) for t, r in zip(targets, kept, strict=True))
     with pytest.raises(ValueError):  # one list of samples per row
         self_generated_targets(rows, samples[:2])
 
@@ -204,3 +204,22 @@ def test_grpo_route_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
     assert "GRPO: 1 steps" in transcript
     assert (rd / "workspace" / "code" / "train_grpo.py").exists()
     assert not (rd / "workspace" / "code" / "train_sft.py").exists()
+
+
+def test_sft_rows_teach_each_static_tasks_reply() -> None:
+    from a2rl.agents.reference_agent.recipe import sft_rows
+
+    arith = [{"id": "t0", "question": "Calculate 1 + 2.", "answer": "3", "prompt": "Calculate 1 + 2.\nX"}]
+    assert sft_rows("arith", arith)[0]["answer"] == "3"
+    alpaca = [{"instruction": "Say hi", "input": "", "output": "Hi!", "prompt": "Say hi"}]
+    assert sft_rows("alpacaeval", alpaca)[0] == {**alpaca[0], "answer": "Hi!"}
+    problem = {"task_id": "HumanEval/0", "prompt": "def f(x):\n    \"\"\"Double.\"\"\"\n",
+               "canonical_solution": "    return 2 * x\n", "test": "", "entry_point": "f"}
+    (row,) = sft_rows("humaneval", [problem])
+    from a2rl.tasks.humaneval.task import response_prefix, user_message
+
+    # the reply continues exactly where the evaluator's pre-filled turn stops
+    assert row["prompt"] == user_message(problem)
+    assert row["answer"] == response_prefix(problem) + "    return 2 * x\n```"
+    with pytest.raises(ValueError, match="keys"):
+        sft_rows("mystery", [{"question": "q"}])

@@ -48,6 +48,7 @@ from a2rl.agents.reference_agent.recipe import (
     rft_rows,
     select_candidates,
     self_generated_targets,
+    sft_rows,
     split_dev,
 )
 
@@ -136,7 +137,7 @@ def train_cmd(script: Path, init: str, data: Path, out: str, args: argparse.Name
 def static(code: Path, args: argparse.Namespace) -> None:
     task = os.environ["TASK"]
     base = os.environ["MODEL_PATH"]
-    rows = read_jsonl(Path(os.environ["DATA_PATH"]) / "train.jsonl")
+    rows = sft_rows(task, read_jsonl(Path(os.environ["DATA_PATH"]) / "train.jsonl"))
     if args.max_train:
         rows = rows[: args.max_train]
     check = CHECKERS.get(task)

@@ -83,6 +83,30 @@ def self_generated_targets(rows: Sequence[dict[str, Any]],
     return out
 
 
+def sft_rows(task: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The train rows of a static task as {prompt, answer}: the user message the evaluator sends
+    (each task's description.md) and the assistant reply to teach.
+
+    arith and gsm8k rows carry both (gsm8k's answer is the worked solution ending in
+    `#### N`, the format its strict metric reads); alpacaeval's reply is `output`; humaneval's
+    is the pre-filled start of the turn (the code fence and the signature) followed by the
+    reference body and the closing fence."""
+    if task == "humaneval":
+        from a2rl.tasks.humaneval.task import response_prefix, user_message
+
+        return [{"prompt": user_message(r),
+                 "answer": response_prefix(r) + r["canonical_solution"].rstrip("\n") + "\n```"}
+                for r in rows]
+    out = []
+    for i, r in enumerate(rows):
+        reply = r.get("answer", r.get("output"))
+        if "prompt" not in r or reply is None:
+            raise ValueError(f"train row {i} of {task} has neither prompt+answer nor "
+                             f"prompt+output (keys: {sorted(r)})")
+        out.append({**r, "prompt": r["prompt"], "answer": str(reply)})
+    return out
+
+
 def split_dev(rows: Sequence[dict[str, Any]], n_dev: int, seed: int = 0
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(train, dev): a fixed random `n_dev` rows set aside to judge candidates, never trained on."""
