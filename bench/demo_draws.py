@@ -9,6 +9,13 @@ is converted again too unless --share-models points at a folder holding an alrea
 `smollm2-135m` (the conversion is the same on every installation). Prints one line per draw
 (a fingerprint of the secret, never the secret, baseline, best, wall time, load) and a summary;
 exits non-zero unless every draw passed within --limit seconds.
+
+With kernel.sched_autogroup_enabled=1 (the default on most distributions), `nice` orders
+processes only within one session: other sessions' `nice -n 19` work still takes an equal
+share per session, and the grader's evaluation child and the sandboxed agent start sessions of
+their own. `--boost N` (default -10 when run as root) therefore sets the autogroup nice value
+of every process the demo starts, once a second, so a timed draw gets the CPU that `nice`
+alone would have given it on a machine without autogroups.
 """
 
 from __future__ import annotations
@@ -20,11 +27,39 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 
-def one_draw(index: int, work: Path, share_models: Path | None, extra: list[str]) -> dict:
+def descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def boost(root: int, nice: int, stop: threading.Event) -> None:
+    """Keep the autogroups of `root` and everything under it at `nice`."""
+    while not stop.wait(1.0):
+        for pid in descendants(root):
+            try:
+                Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+            except OSError:
+                pass  # gone already, or no autogroup support
+
+
+def one_draw(index: int, work: Path, share_models: Path | None, extra: list[str],
+             nice: int | None) -> dict:
     home = work / f"home{index}"
     runs = work / f"runs{index}"
     home.mkdir(parents=True)
@@ -37,9 +72,15 @@ def one_draw(index: int, work: Path, share_models: Path | None, extra: list[str]
         ["demo", "--runs-dir", str(runs), *extra]
     load = os.getloadavg()[0]
     start = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    stop = threading.Event()
+    if nice is not None:
+        threading.Thread(target=boost, args=(proc.pid, nice, stop), daemon=True).start()
+    stdout, stderr = proc.communicate()
+    stop.set()
     wall = time.monotonic() - start
-    (work / f"draw{index}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    (work / f"draw{index}.log").write_text(stdout + "\n--- stderr ---\n" + stderr)
     secret = (home / "secrets" / "arith-heldout-seed").read_text().strip() \
         if (home / "secrets" / "arith-heldout-seed").exists() else ""
     runs_json = sorted(runs.glob("arith/*/run.json"))
@@ -63,6 +104,8 @@ def main() -> int:
                     help="an already converted smollm2-135m folder to reuse (skips conversion)")
     ap.add_argument("--work", type=Path, default=None, help="keep homes, runs and logs here")
     ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON")
+    ap.add_argument("--boost", type=int, default=-10 if os.geteuid() == 0 else None,
+                    help="autogroup nice value for the demo's processes (see above)")
     ap.add_argument("demo_args", nargs="*", help="passed to `a2rl demo` (after --)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="a2rl-demo-draws-"))
@@ -70,7 +113,7 @@ def main() -> int:
     print(f"work folder {work}", flush=True)
     results = []
     for i in range(args.draws):
-        r = one_draw(i, work, args.share_models, args.demo_args)
+        r = one_draw(i, work, args.share_models, args.demo_args, args.boost)
         results.append(r)
         print(f"draw {i}: secret {r['secret_sha']}  baseline {r['baseline']}  best {r['best']}  "
               f"wall {r['wall_s']:.0f} s  load {r['load_before']}->{r['load_after']}  "

@@ -227,11 +227,11 @@ def static(code: Path, args: argparse.Namespace) -> None:
         chosen = select_candidates(candidates, base_dev, max_submit=args.max_submit)
         if chosen and chosen[0].dev_score <= base_dev:
             log("no candidate beats the base model on dev; submitting the best one anyway")
-    for c in chosen:
+    for cand in chosen:
         # Not waiting: the grader scores it after this agent exits, so the time left is not
         # spent waiting for evaluations.
-        reply = grader("POST", "/submit", {"model_path": c.path, "wait": False})
-        log(f"submitted {c.path} (dev {c.dev_score:.1f}): {json.dumps(reply)}")
+        reply = grader("POST", "/submit", {"model_path": cand.path, "wait": False})
+        log(f"submitted {cand.path} (dev {cand.dev_score:.1f}): {json.dumps(reply)}")
 
 
 def staged(script: Path, base: str, data: Path, args: argparse.Namespace) -> list[str]:
