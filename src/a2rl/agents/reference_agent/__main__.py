@@ -141,6 +141,9 @@ def static(code: Path, args: argparse.Namespace) -> None:
     if args.max_train:
         rows = rows[: args.max_train]
     check = CHECKERS.get(task)
+    if args.recipe == "rollout-rft":
+        log(f"recipe rollout-rft needs an interactive task; {task} is static: using its default")
+        args.recipe = None
     recipe = args.recipe or DEFAULT_RECIPE.get(task, "sft")
     args.recipe = recipe
     if recipe in ("rft", "grpo") and check is None:
@@ -356,6 +359,8 @@ def main() -> int:
     code = Path("code")
     code.mkdir(exist_ok=True)
     if (Path(os.environ["DATA_PATH"]) / "episodes.jsonl").exists():
+        if args.recipe not in (None, "rollout-rft"):
+            log(f"recipe {args.recipe} is for static tasks; this one is interactive: rollout-rft")
         shutil.copyfile(HERE / "train_sft.py", code / "train_sft.py")
         log(f"wrote {code}/train_sft.py")
         interactive(code / "train_sft.py", args)
