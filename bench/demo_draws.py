@@ -13,7 +13,7 @@ exits non-zero unless every draw passed within --limit seconds.
 With kernel.sched_autogroup_enabled=1 (the default on most distributions), `nice` orders
 processes only within one session: other sessions' `nice -n 19` work still takes an equal
 share per session, and the grader's evaluation child and the sandboxed agent start sessions of
-their own. `--boost N` (default -10 when run as root) therefore sets the autogroup nice value
+their own. `--boost N` (default -20 when run as root) therefore sets the autogroup nice value
 of every process the demo starts, once a second, so a timed draw gets the CPU that `nice`
 alone would have given it on a machine without autogroups.
 """
@@ -104,7 +104,7 @@ def main() -> int:
                     help="an already converted smollm2-135m folder to reuse (skips conversion)")
     ap.add_argument("--work", type=Path, default=None, help="keep homes, runs and logs here")
     ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON")
-    ap.add_argument("--boost", type=int, default=-10 if os.geteuid() == 0 else None,
+    ap.add_argument("--boost", type=int, default=-20 if os.geteuid() == 0 else None,
                     help="autogroup nice value for the demo's processes (see above)")
     ap.add_argument("demo_args", nargs="*", help="passed to `a2rl demo` (after --)")
     args = ap.parse_args()

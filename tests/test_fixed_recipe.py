@@ -223,3 +223,16 @@ def test_sft_rows_teach_each_static_tasks_reply() -> None:
     assert row["answer"] == response_prefix(problem) + "    return 2 * x\n```"
     with pytest.raises(ValueError, match="keys"):
         sft_rows("mystery", [{"question": "q"}])
+
+
+def test_worked_targets_fill_the_questions_sampling_left_without_one() -> None:
+    from a2rl.agents.reference_agent.recipe import with_worked_targets, worked_target
+
+    assert worked_target("Calculate 61 - 24.", "37") == "61 - 24 = 37"
+    assert worked_target("What is love?", "x") is None
+    rows = [{"question": "Calculate 1 + 2.", "answer": "3", "prompt": "p0"},
+            {"question": "Calculate 9 - 12.", "answer": "-3", "prompt": "p1"}]
+    sampled = [{"prompt": "p0", "answer": "1 + 2 = 3", "source": "self"}]
+    out = with_worked_targets(rows, sampled)
+    assert out == sampled + [{"prompt": "p1", "answer": "9 - 12 = -3", "source": "worked"}]
+    assert all(is_correct(t["answer"], r["answer"]) for t, r in zip(out, rows, strict=True))

@@ -46,5 +46,5 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     # the training data are the model's own answers, right or with the final number corrected
     rows = [json.loads(line) for line in
             (rd / "workspace" / "code" / "train_data.jsonl").read_text().splitlines()]
-    assert len(rows) > 100 and {r["source"] for r in rows} == {"self", "corrected"}
+    assert len(rows) > 100 and {"self", "corrected"} <= {r["source"] for r in rows}
     assert "rejection sampling on" in transcript

@@ -50,6 +50,7 @@ from a2rl.agents.reference_agent.recipe import (
     self_generated_targets,
     sft_rows,
     split_dev,
+    with_worked_targets,
 )
 
 HERE = Path(__file__).parent
@@ -188,8 +189,11 @@ def static(code: Path, args: argparse.Namespace) -> None:
         log(f"rejection sampling on {len(questions)} train questions x {passes}: "
             f"{len(targets)} targets ({n_self} own right answers, "
             f"{len(targets) - n_self} with the final number corrected)")
+        # Every other train question gets the worked "a op b = c" target (no sampling needed).
+        targets = with_worked_targets(train_rows, targets)
+        log(f"{len(targets)} targets with the worked ones")
         if len(targets) < 16:  # too few to learn from: fall back to the given answers
-            log("too few self-generated targets; training on the train answers instead")
+            log("too few targets; training on the train answers instead")
             targets = train_rows
         write_jsonl(data, targets)
     else:
@@ -326,7 +330,7 @@ def main() -> int:
     ap.add_argument("--num-generations", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-train", type=int, default=0)
-    ap.add_argument("--dev", type=int, default=100, help="train rows set aside as the dev split")
+    ap.add_argument("--dev", type=int, default=48, help="train rows set aside as the dev split")
     ap.add_argument("--candidates", type=int, default=3,
                     help="checkpoints saved evenly in time and judged on dev")
     ap.add_argument("--max-submit", type=int, default=2)

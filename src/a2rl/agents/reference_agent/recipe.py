@@ -107,6 +107,32 @@ def sft_rows(task: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_CALCULATE = re.compile(r"^Calculate (?P<expr>.+?)\.?$")
+
+
+def worked_target(question: str, answer: str) -> str | None:
+    """The shape the model itself answers arith in ("61 - 24 = 37": the expression, then the
+    result), with the correct result: a target needing no sampling, used for the questions
+    rejection sampling left without one (or all, when there was no time to sample). Teaching
+    the bare answer instead makes the small model compute in one token and breaks it."""
+    match = _CALCULATE.match(question.strip())
+    return f"{match.group('expr').strip()} = {str(answer).strip()}" if match else None
+
+
+def with_worked_targets(rows: Sequence[dict[str, Any]],
+                        targets: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`targets` plus a worked target for every row of `rows` whose prompt has none yet."""
+    have = {t["prompt"] for t in targets}
+    out = list(targets)
+    for r in rows:
+        if r["prompt"] in have or "question" not in r:
+            continue
+        text = worked_target(r["question"], r["answer"])
+        if text is not None:
+            out.append({"prompt": r["prompt"], "answer": text, "source": "worked"})
+    return out
+
+
 def split_dev(rows: Sequence[dict[str, Any]], n_dev: int, seed: int = 0
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(train, dev): a fixed random `n_dev` rows set aside to judge candidates, never trained on."""
