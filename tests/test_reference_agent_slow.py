@@ -1,8 +1,10 @@
 """The reference agent on the real embedded SmolLM2-135M, end to end (minutes on 2 CPU cores).
 
-This is `a2rl demo` with a shorter budget: the base model is scored on the default held-out set,
-the sandboxed reference agent fine-tunes with TRL and submits, and the best submission must beat
-the baseline."""
+This is `a2rl demo`'s recipe (rejection-sampled self-generated targets, then TRL SFT) with a fixed
+step count instead of the clock, so the outcome does not depend on the machine's speed: the base
+model is scored on a fixed held-out set, the sandboxed reference agent trains v1, then v2 from v1,
+submits both, and the best submission must beat the baseline. bench/demo_draws.py measures the
+time-sized demo itself over fresh installations."""
 
 from __future__ import annotations
 
@@ -41,3 +43,8 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     lineage = {a.path: a.parent for a in read_artifacts(rd)}
     assert lineage["output/v2"] == "output/v1"
     assert "SFT:" in transcript and (rd / "workspace" / "code" / "train_sft.py").exists()
+    # the training data are the model's own answers, right or with the final number corrected
+    rows = [json.loads(line) for line in
+            (rd / "workspace" / "code" / "train_data.jsonl").read_text().splitlines()]
+    assert len(rows) > 100 and {"self", "corrected"} <= {r["source"] for r in rows}
+    assert "rejection sampling on" in transcript

@@ -1,22 +1,48 @@
 """The reference agent: a scripted, non-LLM post-training pipeline (the fixed-recipe row).
 
-It writes its training script into code/, runs TRL SFT on the train-visible data, saves a full
-model to output/v1, submits, tries one variant as output/v2 (by default a second SFT stage
-started from v1; or another learning rate from the base), submits, and exits. Options
-(--agent-opt key=value): steps, lr, lr2, batch_size, max_train, variant (continue|lr|none).
+It copies its training scripts into code/ and runs one recipe, sized from the time the grader
+says is left (src/a2rl/agents/reference_agent/__main__.py has the details):
+
+* `rft` (default on arith): rejection-sampled self-generated targets, then TRL SFT;
+* `sft` (default on the other static tasks): TRL SFT on the train answers;
+* `grpo` (arith): TRL GRPO with the task's rule reward, the RL route;
+* `rollout-rft` (interactive tasks): rejection-sampling fine-tuning on `a2rl rollout`
+  trajectories, round after round.
+
+Static recipes save several checkpoints, judge them on a dev split of the train rows and
+submit the best ones. Options (--agent-opt key=value) are the pipeline's flags: recipe, steps
+(a fixed step count instead of the clock), lr, grpo_lr, batch_size, dev, candidates,
+max_submit, samples, temperature, rounds, episodes, …
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import a2rl
 from a2rl.agents._agent import Agent, AgentContext
+
+RECIPES = ("sft", "rft", "grpo", "rollout-rft")
 
 
 class ReferenceAgent(Agent):
     name = "reference"
-    description = "scripted SFT pipeline (TRL): v1, then a second stage v2 from v1"
+    description = ("scripted pipeline (TRL): rejection-sampled SFT, SFT, GRPO or rollout RFT, "
+                   "sized from the time left (--agent-opt recipe=...)")
 
     def command(self, ctx: AgentContext) -> list[str]:
+        from a2rl._errors import A2RLError
+
+        recipe = ctx.options.get("recipe")
+        if recipe is not None and recipe not in RECIPES:
+            raise A2RLError(f"unknown reference recipe {recipe!r}",
+                            f"--agent-opt recipe= one of {', '.join(RECIPES)}")
         argv = [ctx.python, "-m", "a2rl.agents.reference_agent"]
         for key, value in sorted(ctx.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]
         return argv
+
+    def extra_env(self, ctx: AgentContext) -> dict[str, str]:
+        # The pipeline imports the a2rl the harness runs (mounted read-only by the sandbox),
+        # not whichever copy the interpreter's own path would find first.
+        return {"PYTHONPATH": str(Path(a2rl.__file__).resolve().parent.parent)}

@@ -1,17 +1,28 @@
 """The reference agent's pipeline (runs inside the sandbox, in the workspace).
 
-    python -m a2rl.agents.reference_agent [--steps N] [--lr X] [--lr2 Y]
-                                          [--variant continue|lr|none]
+    python -m a2rl.agents.reference_agent [--recipe sft|rft|grpo|rollout-rft] [--lr X] ...
 
-Static tasks: v1 = SFT from the base model on data/train.jsonl. v2 (the variant): `continue`
-trains a second stage from v1 at lr2 (the default: on the embedded task the model keeps
-improving with more steps), `lr` trains from the base model again with lr2, `none` stops
-after v1.
+Static tasks (data/train.jsonl). A fixed part of the train rows is set aside as a dev split
+(never trained on) to judge candidates; the base model is run on it first, which also measures
+how fast this machine generates. The time left (from the grader's /status) is then split by
+`recipe.plan_time`: sampling, training sized in seconds, a dev check of each candidate, a margin.
 
-Interactive tasks (data/episodes.jsonl): rejection-sampling fine-tuning. Each round collects
-rollouts on the train episodes with `a2rl rollout` (sampling, several seeds), keeps the
-successful trajectories (plus any demonstrations the task ships), trains on every assistant
-step of them, submits, and starts the next round from the new model.
+* `rft` (default for tasks whose train answers can be checked, e.g. arith): rejection-sampled
+  self-generated targets. The base model answers train questions (greedy plus sampled passes);
+  right answers are kept in its own wording, answers whose final "= N" alone is wrong get N
+  corrected; SFT on them (`recipe.self_generated_targets`).
+* `sft`: SFT on the train answers as given.
+* `grpo`: TRL GRPO from the base model with the task's rule reward (arith).
+
+Training saves `--candidates` checkpoints evenly in time; each is scored on the dev split, and
+the ones that beat the base model there (best first, at most `--max-submit`) are submitted
+without waiting (the run scores them after the agent exits). `--steps N` sizes training in
+steps instead (a check that does not depend on the machine's speed).
+
+Interactive tasks (data/episodes.jsonl), `rollout-rft`: rejection-sampling fine-tuning. Each
+round collects rollouts on the train episodes with `a2rl rollout` (sampling, several seeds),
+keeps the successful trajectories (plus any demonstrations the task ships), trains on every
+assistant step of them (`recipe.rft_rows`), submits, and starts the next round from it.
 """
 
 from __future__ import annotations
@@ -25,7 +36,22 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from a2rl.agents.reference_agent.recipe import (
+    Candidate,
+    TimePlan,
+    is_correct,
+    plan_time,
+    rft_rows,
+    select_candidates,
+    self_generated_targets,
+    sft_rows,
+    split_dev,
+    with_worked_targets,
+)
 
 HERE = Path(__file__).parent
 
@@ -47,13 +73,209 @@ def grader(method: str, path: str, body: dict | None = None) -> dict:
         return {"http_error": exc.code, "detail": exc.read().decode(errors="replace")}
 
 
-def train(script: Path, init: str, out: str, lr: float, args: argparse.Namespace) -> bool:
-    cmd = [sys.executable, str(script), "--model", init,
-           "--data", str(Path(os.environ["DATA_PATH"]) / "train.jsonl"), "--out", out,
-           "--lr", str(lr), "--max-steps", str(args.steps), "--batch-size", str(args.batch_size),
-           "--max-train", str(args.max_train)]
-    log("$ " + " ".join(cmd))
-    return subprocess.run(cmd).returncode == 0
+# Tasks whose train rows carry an answer the agent can check a completion against, with the
+# check (the answer extraction their description.md documents).
+CHECKERS: dict[str, Callable[[str, dict[str, Any]], bool]] = {
+    "arith": lambda completion, row: is_correct(completion, str(row["answer"])),
+}
+DEFAULT_RECIPE = {"arith": "rft"}  # other static tasks: sft; interactive tasks: rollout-rft
+
+
+def remaining() -> float:
+    return float(grader("GET", "/status").get("remaining_seconds", 0.0))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+class Generator:
+    """A model loaded once for generation with the evaluator's prompt format (the base model's
+    chat template, the task's token limit)."""
+
+    def __init__(self, model: str, max_new_tokens: int) -> None:
+        from a2rl.inference import load_engine
+
+        self.engine = load_engine(Path(model), chat_template_from=Path(os.environ["MODEL_PATH"]))
+        self.max_new_tokens = max_new_tokens
+
+    def __call__(self, rows: list[dict[str, Any]], temperature: float = 0.0,
+                 seed: int = 0) -> list[str]:
+        from a2rl.inference import GenerationSettings
+
+        prompts = [self.engine.apply_chat_template([{"role": "user", "content": r["prompt"]}])
+                   for r in rows]
+        return self.engine.generate(prompts, GenerationSettings(
+            max_new_tokens=self.max_new_tokens, temperature=temperature, top_p=1.0, seed=seed))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def dev_score(completions: list[str], dev: list[dict[str, Any]],
+              check: Callable[[str, dict[str, Any]], bool]) -> float:
+    return 100.0 * sum(check(c, r) for c, r in zip(completions, dev, strict=True)) / max(1, len(dev))
+
+
+def train_cmd(script: Path, init: str, data: Path, out: str, args: argparse.Namespace,
+              seconds: float, n_checkpoints: int) -> list[str]:
+    cmd = [sys.executable, str(script), "--model", init, "--data", str(data), "--out", out,
+           "--lr", str(args.lr), "--batch-size", str(args.batch_size)]
+    if args.recipe == "grpo":
+        cmd = [sys.executable, str(script), "--model", init, "--data", str(data), "--out", out,
+               "--lr", str(args.grpo_lr), "--num-generations", str(args.num_generations)]
+    if args.steps:
+        cmd += ["--max-steps", str(args.steps)]
+    else:
+        cmd += ["--max-seconds", f"{seconds:.0f}", "--checkpoints", str(n_checkpoints)]
+    return cmd
+
+
+def static(code: Path, args: argparse.Namespace) -> None:
+    task = os.environ["TASK"]
+    base = os.environ["MODEL_PATH"]
+    rows = sft_rows(task, read_jsonl(Path(os.environ["DATA_PATH"]) / "train.jsonl"))
+    if args.max_train:
+        rows = rows[: args.max_train]
+    check = CHECKERS.get(task)
+    if args.recipe == "rollout-rft":
+        log(f"recipe rollout-rft needs an interactive task; {task} is static: using its default")
+        args.recipe = None
+    recipe = args.recipe or DEFAULT_RECIPE.get(task, "sft")
+    args.recipe = recipe
+    if recipe in ("rft", "grpo") and check is None:
+        log(f"recipe {recipe} needs answers it can check; {task} has none: using sft")
+        recipe = args.recipe = "sft"
+    train_rows, dev = split_dev(rows, args.dev if check else 0)
+    log(f"recipe {recipe}: {len(train_rows)} train rows, {len(dev)} dev rows")
+
+    base_dev = 0.0
+    plan_rate = args.gen_rate
+    gen: Generator | None = None
+    if check is not None:
+        gen = Generator(base, args.max_new_tokens)
+        t0 = time.monotonic()
+        outs = gen(dev)
+        plan_rate = (time.monotonic() - t0) / max(1, len(dev))
+        base_dev = dev_score(outs, dev, check)
+        log(f"base model on dev: {base_dev:.1f} ({plan_rate:.3f} s per item)")
+    left = remaining()
+    passes = 1 + args.samples
+    plan = plan_time(left, gen_s_per_item=plan_rate, n_dev=len(dev),
+                     n_train_rows=len(train_rows) * passes, max_candidates=args.candidates,
+                     gen_fraction=args.gen_fraction if recipe == "rft" else 0.0)
+    if args.steps:  # a fixed amount of work, whatever the machine's speed
+        plan = TimePlan(min(len(train_rows), args.gen_items) * passes, 0.0, 2, True)
+    log(f"{left:.0f} s left: plan {plan}")
+    if not plan.feasible:
+        log("not enough time for even a short training run; stopping")
+        return
+
+    data = code / "train_data.jsonl"
+    if recipe == "rft":
+        assert gen is not None
+        n_questions = max(1, plan.generate_items // passes)
+        questions = train_rows[:n_questions]
+        samples = [[c] for c in gen(questions)]
+        for k in range(args.samples):
+            for i, c in enumerate(gen(questions, temperature=args.temperature, seed=k + 1)):
+                samples[i].append(c)
+        targets = self_generated_targets(questions, samples)
+        n_self = sum(t["source"] == "self" for t in targets)
+        log(f"rejection sampling on {len(questions)} train questions x {passes}: "
+            f"{len(targets)} targets ({n_self} own right answers, "
+            f"{len(targets) - n_self} with the final number corrected)")
+        # Every other train question gets the worked "a op b = c" target (no sampling needed).
+        targets = with_worked_targets(train_rows, targets)
+        log(f"{len(targets)} targets with the worked ones")
+        if len(targets) < 16:  # too few to learn from: fall back to the given answers
+            log("too few targets; training on the train answers instead")
+            targets = train_rows
+        write_jsonl(data, targets)
+    else:
+        write_jsonl(data, train_rows)
+    if gen is not None:
+        gen.close()
+
+    script = code / ("train_grpo.py" if recipe == "grpo" else "train_sft.py")
+    shutil.copyfile(HERE / script.name, script)
+    log(f"wrote {script}")
+    if args.steps:
+        paths = staged(script, base, data, args)
+        candidates = [Candidate(p, 0.0) for p in paths]
+        dev_check_s = 0.0
+    else:
+        # Re-plan with the clock after sampling: training gets what is left minus the checks.
+        left = remaining()
+        dev_check_s = 1.3 * len(dev) * plan_rate
+        n_cand = plan.n_candidates
+        seconds = left - args.margin - args.startup - n_cand * dev_check_s
+        while n_cand > 1 and seconds < 30 * n_cand:
+            n_cand -= 1
+            seconds = left - args.margin - args.startup - n_cand * dev_check_s
+        out = "output/" + recipe
+        cmd = train_cmd(script, base, data, out, args, seconds, n_cand)
+        log("$ " + " ".join(cmd))
+        if subprocess.run(cmd).returncode != 0:
+            log("training failed; nothing to submit")
+            return
+        paths = [p for p in (f"{out}/c{k + 1}" for k in range(n_cand))
+                 if Path(p, "config.json").exists()]
+        candidates = judge(paths, dev, check, dev_check_s, args)
+    if args.steps:  # the fixed-step stages, in order
+        chosen = candidates
+    elif check is None:  # nothing to judge with: the latest checkpoints, the last first
+        chosen = candidates[::-1][: args.max_submit]
+    else:
+        chosen = select_candidates(candidates, base_dev, max_submit=args.max_submit)
+        if chosen and chosen[0].dev_score <= base_dev:
+            log("no candidate beats the base model on dev; submitting the best one anyway")
+    for cand in chosen:
+        # Not waiting: the grader scores it after this agent exits, so the time left is not
+        # spent waiting for evaluations.
+        reply = grader("POST", "/submit", {"model_path": cand.path, "wait": False})
+        log(f"submitted {cand.path} (dev {cand.dev_score:.1f}): {json.dumps(reply)}")
+
+
+def staged(script: Path, base: str, data: Path, args: argparse.Namespace) -> list[str]:
+    """Fixed steps: v1 from the base model, v2 trained `steps` more from v1."""
+    done: list[str] = []
+    for init, out in ((base, "output/v1"), ("output/v1", "output/v2")):
+        if init != base and init not in done:
+            break
+        cmd = train_cmd(script, init, data, out, args, 0.0, 1)
+        log("$ " + " ".join(cmd))
+        if subprocess.run(cmd).returncode != 0:
+            log(f"training {out} failed")
+            break
+        done.append(out)
+    return done
+
+
+def judge(paths: list[str], dev: list[dict[str, Any]],
+          check: Callable[[str, dict[str, Any]], bool] | None, dev_check_s: float,
+          args: argparse.Namespace) -> list[Candidate]:
+    """Each checkpoint's dev score, the last checkpoint first (when time runs out, the most
+    trained one has been checked); unchecked ones are left out."""
+    candidates: list[Candidate] = []
+    if check is None:
+        return [Candidate(p, 0.0) for p in paths]
+    for path in reversed(paths):
+        if remaining() < dev_check_s + args.margin:
+            log(f"no time left to check {path} on dev")
+            continue
+        g = Generator(path, args.max_new_tokens)
+        score = dev_score(g(dev), dev, check)
+        g.close()
+        log(f"{path} on dev: {score:.1f}")
+        candidates.append(Candidate(path, score))
+    if not candidates and paths:
+        candidates = [Candidate(paths[-1], 0.0)]
+    return candidates
 
 
 def interactive(script: Path, args: argparse.Namespace) -> None:
@@ -61,7 +283,7 @@ def interactive(script: Path, args: argparse.Namespace) -> None:
     init, task = os.environ["MODEL_PATH"], os.environ["TASK"]
     for round_ in range(1, args.rounds + 1):
         kept: list[dict] = []
-        for sample in range(args.samples):
+        for sample in range(args.samples + 1):
             out = Path("code") / f"rollouts_r{round_}_s{sample}.jsonl"
             cmd = ["a2rl", "rollout", "--task", task, "--model", init, "--out", str(out),
                    "--temperature", str(args.temperature if sample else 0.0), "--seed", str(sample)]
@@ -71,27 +293,22 @@ def interactive(script: Path, args: argparse.Namespace) -> None:
             if subprocess.run(cmd).returncode != 0 or not out.exists():
                 log("rollout failed")
                 continue
-            trajs = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-            good = [t for t in trajs if t["success"] or t["reward"] >= args.min_reward]
-            log(f"round {round_} sample {sample}: {len(good)}/{len(trajs)} trajectories kept")
-            kept += good
+            trajs = read_jsonl(out)
+            n_good = sum(1 for t in trajs if t["success"] or t["reward"] >= args.min_reward)
+            log(f"round {round_} sample {sample}: {n_good}/{len(trajs)} trajectories kept")
+            kept += trajs
         demos = data / "demos.jsonl"
         if round_ == 1 and demos.exists():
-            kept += [json.loads(line) for line in demos.read_text().splitlines() if line.strip()]
-        rows = []
-        for t in kept:  # one example per assistant step, with the conversation before it
-            msgs = t["messages"]
-            for i, m in enumerate(msgs):
-                if m["role"] == "assistant":
-                    rows.append({"prompt_messages": msgs[:i], "completion": m["content"]})
+            kept += [{**d, "success": True} for d in read_jsonl(demos)]
+        rows = rft_rows(kept, min_reward=args.min_reward)
         if not rows:
             log(f"round {round_}: nothing to train on; stopping")
             return
         train_file = Path("code") / f"sft_round{round_}.jsonl"
-        train_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        write_jsonl(train_file, rows)
         out_dir = f"output/r{round_}"
         cmd = [sys.executable, str(script), "--model", init, "--data", str(train_file),
-               "--out", out_dir, "--lr", str(args.lr), "--max-steps", str(args.steps),
+               "--out", out_dir, "--lr", str(args.lr), "--max-steps", str(args.steps or 60),
                "--batch-size", str(args.batch_size), "--max-length", "1024"]
         log("$ " + " ".join(cmd))
         if subprocess.run(cmd).returncode != 0:
@@ -103,18 +320,41 @@ def interactive(script: Path, args: argparse.Namespace) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--recipe", choices=["sft", "rft", "grpo", "rollout-rft"], default=None,
+                    help="default: rft for arith, sft for other static tasks, rollout-rft for "
+                         "interactive ones")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="train this many steps (0 = size the training from the time left)")
     ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--lr2", type=float, default=1e-4)
+    ap.add_argument("--grpo-lr", type=float, default=5e-6)
+    ap.add_argument("--num-generations", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-train", type=int, default=0)
-    ap.add_argument("--variant", choices=["continue", "lr", "none"], default="continue")
+    ap.add_argument("--dev", type=int, default=48, help="train rows set aside as the dev split")
+    ap.add_argument("--candidates", type=int, default=3,
+                    help="checkpoints saved evenly in time and judged on dev")
+    ap.add_argument("--max-submit", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=1,
+                    help="sampled passes besides the greedy one (rft; rollouts per round)")
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--gen-items", type=int, default=300,
+                    help="with --steps: train questions to sample (rft)")
+    ap.add_argument("--gen-fraction", type=float, default=0.15,
+                    help="share of the time left for rejection sampling (rft)")
+    ap.add_argument("--gen-rate", type=float, default=0.2,
+                    help="seconds per generated item assumed when there is no dev split")
+    ap.add_argument("--max-new-tokens", type=int, default=16,
+                    help="the evaluator's token limit (description.md)")
+    ap.add_argument("--margin", type=float, default=25.0,
+                    help="seconds kept for saving, submitting and exiting")
+    ap.add_argument("--startup", type=float, default=25.0,
+                    help="seconds the training process needs to load its libraries and model")
     # interactive tasks
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--samples", type=int, default=2, help="rollouts per episode per round")
-    ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--episodes", type=int, default=0, help="0 = all train episodes")
     ap.add_argument("--min-reward", type=float, default=1.0)
+    # legacy option of the two-stage recipe, still accepted by older scripts
+    ap.add_argument("--variant", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     status = grader("GET", "/status")
@@ -122,37 +362,14 @@ def main() -> int:
         f"{status.get('remaining_seconds')} s left")
     code = Path("code")
     code.mkdir(exist_ok=True)
-    script = code / "train_sft.py"
-    shutil.copyfile(HERE / "train_sft.py", script)
-    log(f"wrote {script}")
-
     if (Path(os.environ["DATA_PATH"]) / "episodes.jsonl").exists():
-        interactive(script, args)
-        log("done")
-        return 0
-
-    started = time.monotonic()
-    base = os.environ["MODEL_PATH"]
-    plan = [(base, "output/v1", args.lr)]
-    if args.variant == "continue":
-        plan.append(("output/v1", "output/v2", args.lr2))
-    elif args.variant == "lr":
-        plan.append((base, "output/v2", args.lr2))
-    for i, (init, out, lr) in enumerate(plan):
-        if i:
-            remaining = float(grader("GET", "/status").get("remaining_seconds", 0))
-            needed = (time.monotonic() - started) / i * 1.2
-            if remaining < needed:
-                log(f"skipping {out}: {remaining:.0f} s left, about {needed:.0f} s needed")
-                break
-        if not Path(init, "config.json").exists():
-            log(f"skipping {out}: {init} does not exist")
-            continue
-        if not train(script, init, out, lr, args):
-            log(f"training {out} failed")
-            continue
-        result = grader("POST", "/submit", {"model_path": out})
-        log(f"submitted {out}: {json.dumps(result)}")
+        if args.recipe not in (None, "rollout-rft"):
+            log(f"recipe {args.recipe} is for static tasks; this one is interactive: rollout-rft")
+        shutil.copyfile(HERE / "train_sft.py", code / "train_sft.py")
+        log(f"wrote {code}/train_sft.py")
+        interactive(code / "train_sft.py", args)
+    else:
+        static(code, args)
     log("done")
     return 0
 

@@ -1,5 +1,10 @@
 """Supervised fine-tuning with TRL on data/train.jsonl (written by a2rl's reference agent).
 
+Training is sized in seconds when `--max-seconds` is given: the learning rate follows a cosine
+over the wall clock (a2rl.agents.reference_agent.recipe.lr_factor) and checkpoints are saved at
+evenly spaced times (`--checkpoints N`: out/c1 … out/cN, the last at the end), so a slower
+machine gets fewer steps, not a schedule cut off at its peak. Otherwise `--max-steps` steps.
+
 Each example becomes a conversational prompt/completion pair: the user message is the item's
 `prompt` field (exactly what the evaluator sends), the assistant message is its `answer`. Rows
 that carry `prompt_messages` (a whole conversation, e.g. one step of an interactive episode) and
@@ -24,22 +29,64 @@ from trl import SFTConfig, SFTTrainer
 class LineProgress(TrainerCallback):
     """One line per logging step: readable in a transcript (a redrawn bar is not)."""
 
+    def __init__(self, total_s=None):
+        self.total_s = total_s
+
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = time.monotonic()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
-            rate = (time.monotonic() - self.start) / max(1, state.global_step)
-            print(f"step {state.global_step}/{state.max_steps}  loss {float(logs['loss']):.4f}  "
+            elapsed = time.monotonic() - self.start
+            rate = elapsed / max(1, state.global_step)
+            where = (f"{elapsed:.0f}/{self.total_s:.0f} s" if self.total_s
+                     else f"/{state.max_steps}")
+            print(f"step {state.global_step} {where}  loss {float(logs['loss']):.4f}  "
                   f"lr {float(logs.get('learning_rate', 0)):.2e}  {rate:.1f} s/step", flush=True)
 
 
-def progress_callback() -> TrainerCallback:
-    if sys.stdout.isatty():  # run by hand: a live Rich bar
+class TimeBudget(TrainerCallback):
+    """Stops training when the seconds are spent and saves the evenly spaced checkpoints
+    (the decisions are recipe.TimeKeeper's)."""
+
+    def __init__(self, clock, total_s, n_checkpoints, save):
+        from a2rl.agents.reference_agent.recipe import TimeKeeper
+
+        self.clock, self.save = clock, save
+        self.keeper = TimeKeeper(total_s, n_checkpoints)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.clock.start = time.monotonic()  # tokenizing and loading are not training time
+
+    def on_step_end(self, args, state, control, **kwargs):
+        due, stop = self.keeper.after_step(self.clock.elapsed())
+        for _ in range(due):
+            self.save(state.global_step)
+        if stop:
+            control.should_training_stop = True
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for _ in range(self.keeper.finish()):
+            self.save(state.global_step)
+
+
+class Clock:
+    def __init__(self):
+        self.start = None
+
+    def elapsed(self):
+        if self.start is None:
+            self.start = time.monotonic()
+        return time.monotonic() - self.start
+
+
+def progress_callback(total_s=None) -> TrainerCallback:
+    if sys.stdout.isatty() and not total_s:  # run by hand: a live Rich bar
         from trl.trainer.callbacks import RichProgressCallback
 
         return RichProgressCallback()
-    return LineProgress()
+    return LineProgress(total_s)
 
 
 def main() -> None:
@@ -55,6 +102,10 @@ def main() -> None:
     ap.add_argument("--max-train", type=int, default=0, help="0 = all rows")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--max-seconds", type=float, default=0.0,
+                    help="size the run in seconds instead of steps (0 = use --max-steps)")
+    ap.add_argument("--checkpoints", type=int, default=1,
+                    help="with --max-seconds: checkpoints out/c1..cN saved evenly in time")
     args = ap.parse_args()
 
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
@@ -70,16 +121,19 @@ def main() -> None:
     ])
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
-    print(f"SFT: {len(rows)} examples, {args.max_steps} steps, lr {args.lr}, "
-          f"batch {args.batch_size}", flush=True)
+    timed = args.max_seconds > 0
+    size = f"{args.max_seconds:.0f} s" if timed else f"{args.max_steps} steps"
+    print(f"SFT: {len(rows)} examples, {size}, lr {args.lr}, batch {args.batch_size}", flush=True)
+    # Timed: an upper bound of steps the clock never reaches (the callback stops first).
+    max_steps = 10**6 if timed else args.max_steps
     config = SFTConfig(
         output_dir=os.path.join(args.out, "trainer"),
-        max_steps=args.max_steps,
+        max_steps=max_steps,
         per_device_train_batch_size=args.batch_size,
         learning_rate=args.lr,
         lr_scheduler_type="cosine",
         warmup_steps=args.max_steps // 10,  # 0 for very short runs: step 1 must update
-        logging_steps=max(1, args.max_steps // 10),
+        logging_steps=10 if timed else max(1, args.max_steps // 10),
         save_strategy="no",
         report_to=[],
         seed=args.seed,
@@ -90,15 +144,40 @@ def main() -> None:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+    callbacks = [progress_callback(args.max_seconds if timed else None)]
+    optimizers = (None, None)
+    if timed:
+        from a2rl.agents.reference_agent.recipe import lr_factor
+
+        clock = Clock()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+        # LambdaLR passes the step; the cosine runs over the wall clock (see lr_factor).
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: lr_factor(step, clock.elapsed(), args.max_seconds))
+        optimizers = (optimizer, scheduler)
+
+        def save(step):
+            out = os.path.join(args.out, f"c{len(saved) + 1}")
+            write_model(model, tokenizer, out, args, step)
+            saved.append(out)
+
+        saved: list = []
+        callbacks.append(TimeBudget(clock, args.max_seconds, args.checkpoints, save))
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset,
-                         processing_class=tokenizer, callbacks=[progress_callback()])
+                         processing_class=tokenizer, callbacks=callbacks, optimizers=optimizers)
     trainer.remove_callback(PrinterCallback)  # LineProgress already reports each log step
     trainer.train()
-    model.save_pretrained(args.out)  # trained in place by the trainer
-    tokenizer.save_pretrained(args.out)
-    with open(os.path.join(args.out, "a2rl_train_args.json"), "w") as fh:
-        json.dump({**vars(args), "method": "sft", "library": "trl.SFTTrainer"}, fh, indent=2)
-    print(f"saved {args.out}", flush=True)
+    if not timed:
+        write_model(model, tokenizer, args.out, args, trainer.state.global_step)
+
+
+def write_model(model, tokenizer, out, args, step):
+    model.save_pretrained(out)  # trained in place by the trainer
+    tokenizer.save_pretrained(out)
+    with open(os.path.join(out, "a2rl_train_args.json"), "w") as fh:
+        json.dump({**vars(args), "step": step, "method": "sft", "library": "trl.SFTTrainer"},
+                  fh, indent=2)
+    print(f"saved {out} (step {step})", flush=True)
 
 
 if __name__ == "__main__":
