@@ -19,6 +19,7 @@ from a2rl.results._aggregate import (
     marks,
     summarize,
 )
+from a2rl.results._api import export_results
 from a2rl.results._export import companion, to_csv, to_json, to_markdown, write_table
 from a2rl.results._load import (
     AUDIT_FLAG_KINDS,
@@ -42,7 +43,7 @@ from a2rl.results._strategy import (
 __all__ = [
     "AUDIT_FLAG_KINDS", "CELL_KEYS", "FLAG_POLICIES", "PROCESS_METRICS", "SCORE_METRICS", "Cell",
     "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate", "audit_flags",
-    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "find_run_dirs",
+    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results", "find_run_dirs",
     "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
     "run_row", "submission_rows", "summarize", "to_csv", "to_json", "to_markdown",
     "workspace_stats", "write_table",
