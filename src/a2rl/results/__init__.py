@@ -43,8 +43,8 @@ from a2rl.results._strategy import (
 __all__ = [
     "AUDIT_FLAG_KINDS", "CELL_KEYS", "FLAG_POLICIES", "PROCESS_METRICS", "SCORE_METRICS", "Cell",
     "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate", "audit_flags",
-    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results", "find_run_dirs",
-    "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
+    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results",
+    "find_run_dirs", "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
     "run_row", "submission_rows", "summarize", "to_csv", "to_json", "to_markdown",
     "workspace_stats", "write_table",
 ]

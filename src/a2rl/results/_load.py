@@ -96,7 +96,7 @@ def load_runs(paths: Iterable[Path]) -> tuple[list[LoadedRun], list[tuple[Path, 
             runs.append(load_one(run_dir))
         except A2RLError as exc:
             bad.append((run_dir, exc.message))
-        except Exception as exc:  # noqa: BLE001 - any unreadable record is reported, not raised
+        except Exception as exc:  # any unreadable record is reported, not raised
             bad.append((run_dir, f"{type(exc).__name__}: {exc}"))
     runs.sort(key=lambda r: (r.record.created_at, r.record.run_id))
     return runs, bad
