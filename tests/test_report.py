@@ -38,7 +38,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_site_pages_and_tables(site: Path) -> None:
     assert PAGES <= {p.name for p in site.glob("*.html")}
     run_pages = sorted(site.glob("runs/*.html"))
-    assert len(run_pages) == 9
+    assert len(run_pages) == 10
     for name in ("runs", "submissions", "cells", "leaderboard", "modes", "strategy_convergence",
                  "strategy_change_rate", "phase_time", "methods_attempted_adopted",
                  "workspace_stats"):
@@ -79,6 +79,9 @@ def test_agent_text_is_escaped_and_links_resolve(site: Path) -> None:
     assert all(t.exists() for t in targets)
     imported = next(site.glob("runs/ptb-*.html")).read_text()
     assert "imported from posttrainbench" in imported
+    # the imported run's code snapshot (made by the importer) is copied in as text
+    snap = next(site.glob("runs/ptb-*/s0001/train_sft.py.txt"))
+    assert "train_sft.py.txt" in imported and snap.read_text().strip()
 
 
 def test_every_page_renders_in_chromium(site: Path, tmp_path: Path) -> None:
@@ -126,6 +129,7 @@ def test_every_page_renders_in_chromium(site: Path, tmp_path: Path) -> None:
     assert set(checked) >= PAGES and len(checked) == len(pages)
     # the chart pages carry charts; the per-run page of a run with submissions has its trajectory
     assert checked["scaling.html"] >= 3 and checked["trajectories.html"] >= 9
+    assert checked["runs/20260301-170000-opencode-a.html"] == 0  # failed in setup: no chart
     assert checked["modes.html"] >= 1 and checked["strategy.html"] == 2
     assert checked["runs/20260301-110000-cc-a.html"] == 3
     assert len(list(shots.glob("*.png"))) == len(pages)

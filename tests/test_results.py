@@ -124,7 +124,10 @@ def test_cells_group_by_stack_task_mode_model() -> None:
 
 def test_rows_from_a2rl_and_imported_runs(loaded: list, results_dir: Path) -> None:  # type: ignore[type-arg]
     rows = {r["run_id"]: r for r in (run_row(x) for x in loaded)}
-    assert len(rows) == 9
+    assert len(rows) == 10
+    failed = rows["20260301-170000-opencode-a"]
+    assert (failed["status"], failed["best"], failed["submissions"], failed["route"]) == (
+        "failed", None, 0, None)
     cc = rows["20260301-110000-cc-a"]
     assert (cc["stack"], cc["driver"], cc["level"], cc["best"], cc["improvement"]) == (
         "claude-code · claude-sonnet-4-5", "claude-sonnet-4-5", "L1", 60.0, 50.0)
@@ -195,7 +198,7 @@ def test_export_csv_and_parquet_read_by_pandas(results_dir: Path, tmp_path: Path
     assert [p.name for p, _ in written] == ["results.csv", "results.submissions.csv",
                                             "results.cells.csv"]
     runs = pd.read_csv(tmp_path / "results.csv")
-    assert len(runs) == 9 and set(runs["counted"]) == {True, False}
+    assert len(runs) == 10 and set(runs["counted"]) == {True, False}
     subs = pd.read_csv(tmp_path / "results.submissions.csv")
     assert len(subs) == 16 and subs.groupby("run_id")["best_so_far"].max().max() == 64.82
     cells = pd.read_csv(tmp_path / "results.cells.csv")
@@ -203,7 +206,7 @@ def test_export_csv_and_parquet_read_by_pandas(results_dir: Path, tmp_path: Path
     assert (ref["best_n"], ref["best_mean"]) == (2, 45.0)
     pytest.importorskip("pyarrow")
     export_results([results_dir], tmp_path / "r.parquet", cells=False)
-    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 9
+    assert len(pd.read_parquet(tmp_path / "r.parquet")) == 10
     with pytest.raises(A2RLError, match="format"):
         export_results([results_dir], tmp_path / "r.xlsx")
 
@@ -213,9 +216,25 @@ def test_runs_list_json_and_csv(results_dir: Path) -> None:
     out = cli.invoke(app, ["runs", "list", "--runs-dir", str(results_dir / "runs"), "--json"])
     assert out.exit_code == 0, out.output
     rows = json.loads(out.stdout)
-    assert len(rows) == 9 and {"task", "agent", "driver", "mode", "model", "study", "status",
+    assert len(rows) == 10 and {"task", "agent", "driver", "mode", "model", "study", "status",
                                "baseline", "best", "improvement", "submissions",
                                "duration_s"} <= set(rows[0])
     out = cli.invoke(app, ["runs", "list", "--runs-dir", str(results_dir / "runs"), "--csv"])
     assert out.exit_code == 0 and out.stdout.splitlines()[0].startswith("run_id,")
-    assert len(out.stdout.splitlines()) == 10
+    assert len(out.stdout.splitlines()) == 11
+
+
+def test_hidden_final_score_is_the_result(loaded: list) -> None:  # type: ignore[type-arg]
+    from dataclasses import replace
+
+    from a2rl.records import FinalResult
+
+    run = next(x for x in loaded if x.record.run_id == "20260301-100000-ref-b")
+    final = FinalResult(mode="hidden", status="scored", submission_id="s0002", record_id="t0001",
+                        chosen_by="best_dev", model_path="output/v2", dev_score=50.0,
+                        dev_baseline=10.0, score=41.0, test_baseline=11.0, improvement=30.0)
+    row = run_row(replace(run, record=run.record.model_copy(update={"final": final})))
+    assert (row["best"], row["improvement"]) == (50.0, 40.0)  # the dev feedback
+    assert (row["result"], row["result_improvement"], row["final"]) == (41.0, 30.0, 41.0)
+    plain = run_row(run)
+    assert (plain["result"], plain["result_improvement"]) == (50.0, 40.0)

@@ -33,7 +33,7 @@ def improvement_heatmap(cells: Sequence[Cell], title: str) -> go.Figure | None:
         trow: list[str] = []
         for task in tasks:
             c = by.get((mode, task))
-            s = c.stats["improvement"] if c else None
+            s = c.stats["result_improvement"] if c else None
             zrow.append(s.mean if s else None)
             trow.append("no runs" if s is None else s.text(1, signed=True)
                         + (f"<br>{c.mark_text()}" if c and c.mark_text() else ""))

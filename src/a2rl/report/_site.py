@@ -269,7 +269,8 @@ class Site:
 
         p = Page("leaderboard.html", "Leaderboard")
         p.html('<p class="note">Rows: agent stacks (scaffold · driver); columns: tasks grouped '
-               "by level; each cell: best score, mean [95% CI] over the counted runs, and Δ vs the "
+               "by level; each cell: the run's result (its best submission, or the hidden final "
+               "score of a --final hidden run), mean [95% CI] over the counted runs, and Δ vs the "
                "baseline below it. The baseline row is the base model's score.</p>")
         p.html(self.table_links("leaderboard"))
         base = baselines([row for _, row in self.shown], self.policy)
@@ -289,13 +290,14 @@ class Site:
                 row: list[Any] = [stack]
                 for t in tasks:
                     c = by.get((stack, t))
-                    row.append(_cell_html(c.stats["best"], c.stats["improvement"], c)
+                    row.append(_cell_html(c.stats["result"], c.stats["result_improvement"], c)
                                if c else Markup('<span class="n">no runs</span>'))
                     if c:
                         flat.append({"model": model, "mode": mode, "stack": stack, "task": t,
                                      "level": c.row()["levels"],
-                                     "best": c.stats["best"].text(),
-                                     "improvement": c.stats["improvement"].text(signed=True),
+                                     "best": c.stats["result"].text(),
+                                     "improvement": c.stats["result_improvement"].text(
+                                         signed=True),
                                      "baseline": base[(t, model)].text() if (t, model) in base
                                      else "", "runs": len(c.runs), "counted": len(c.counted),
                                      "marks": c.mark_text()})
@@ -314,10 +316,10 @@ class Site:
         p.html(self.table_links("modes"))
         rows = [row for _, row in self.shown]
         by_stack = aggregate(rows, self.policy, keys=("model", "stack", "mode", "task"),
-                             metrics=("improvement", "best"))
+                             metrics=("result_improvement", "result"))
         flat = [{"model": c.key["model"], "stack": c.key["stack"], "mode": c.key["mode"],
-                 "task": c.key["task"], "improvement": c.stats["improvement"].text(signed=True),
-                 "best": c.stats["best"].text(), "marks": c.mark_text()} for c in by_stack]
+                 "task": c.key["task"], "improvement": c.stats["result_improvement"].text(signed=True),
+                 "best": c.stats["result"].text(), "marks": c.mark_text()} for c in by_stack]
         self.save_table("modes", flat)
         tasks = sorted({c.key["task"] for c in by_stack})
         table_rows: list[list[Any]] = []
@@ -326,7 +328,7 @@ class Site:
             by = {c.key["task"]: c for c in by_stack
                   if (c.key["model"], c.key["stack"], c.key["mode"]) == (model, stack, mode)}
             table_rows.append([model, stack, mode] + [
-                _cell_html(by[t].stats["improvement"], None, by[t]) if t in by else "—"
+                _cell_html(by[t].stats["result_improvement"], None, by[t]) if t in by else "—"
                 for t in tasks])
         p.text("h2", "Improvement per stack and mode")
         p.html(_table(["model", "stack", "mode", *tasks], table_rows))
@@ -334,7 +336,7 @@ class Site:
 
         for model in sorted({row["model"] for row in rows}):
             cells = aggregate([r for r in rows if r["model"] == model], self.policy,
-                              keys=("mode", "task"), metrics=("improvement",))
+                              keys=("mode", "task"), metrics=("result_improvement",))
             p.text("h2", f"Mode × task improvement · {model}")
             p.chart(F.improvement_heatmap(cells, f"mean improvement (Δ) · {model}"),
                     "no counted run has an improvement")
@@ -527,8 +529,8 @@ class Site:
                 blob = _git_blob(git_dir, snap.commit, name)
                 if blob is None:
                     continue
-                safe = "/".join(re.sub(r"[^A-Za-z0-9._-]", "_", part) for part in name.split("/"))
-                target = folder / re.sub(r"[^A-Za-z0-9._-]", "_", snap.tag) / f"{safe}.txt"
+                safe = "/".join(_safe_part(part) for part in name.split("/"))
+                target = folder / _safe_part(snap.tag) / f"{safe}.txt"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(blob)
                 links.append(f'<a href="{escape(relpath(target, here))}">{escape(name)}</a>')
@@ -543,6 +545,12 @@ class Site:
                        f'<a href="{escape(n)}.md">{escape(n)}.md</a></li>' for n in self.tables)
         (self.out / "tables" / "index.html").write_text(
             f"<!doctype html><meta charset=utf-8><title>tables</title><ul>{body}</ul>")
+
+
+def _safe_part(part: str) -> str:
+    """A path component that stays inside its folder: odd characters and `.`/`..` replaced."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", part)[:120]
+    return "_" if cleaned in ("", ".", "..") else cleaned
 
 
 def _h(seconds: float | None) -> float | None:

@@ -20,7 +20,9 @@ FlagPolicy = Literal["exclude", "include", "drop"]
 FLAG_POLICIES: tuple[str, ...] = ("exclude", "include", "drop")
 
 CELL_KEYS: tuple[str, ...] = ("stack", "task", "mode", "model")
-SCORE_METRICS: tuple[str, ...] = ("best", "improvement")
+SCORE_METRICS: tuple[str, ...] = ("result", "result_improvement", "best", "improvement")
+"""`result`: the run's headline (the hidden final score of a `--final hidden` run, else its
+best submission); `best`: the best submission the agent got feedback on."""
 PROCESS_METRICS: tuple[str, ...] = ("valid_rate", "time_to_first_improvement_s", "time_to_best_s",
                                     "submissions")
 
@@ -94,7 +96,7 @@ class Summary:
             return f"— (n={self.n})"
         fmt = f"{{:{'+' if signed else ''}.{digits}f}}"
         ci = "" if self.ci_low is None or self.ci_high is None else \
-            f" [{self.ci_low:.{digits}f}, {self.ci_high:.{digits}f}]"
+            f" [{fmt.format(self.ci_low)}, {fmt.format(self.ci_high)}]"
         return f"{fmt.format(self.mean)}{ci} (n={self.n})"
 
 
