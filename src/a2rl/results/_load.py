@@ -193,7 +193,7 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
     first_strategy = a.experiments[0].strategy if a and a.experiments else None
     usage = a.usage if a else {}
     tokens = (usage.get("input_tokens", 0.0) + usage.get("output_tokens", 0.0)) if usage else None
-    hidden = r.final is not None and r.final.mode == "hidden"
+    final = r.final if r.final is not None and r.final.mode == "hidden" else None
     duration = r.timings.agent_s or None
     if duration is None and r.agent_started_at and r.ended_at:
         duration = (r.ended_at - r.agent_started_at).total_seconds()
@@ -221,8 +221,8 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
         "improvement": _num(r.improvement),
         "final": _num(r.final.score) if r.final else None,
         # the run's headline: the hidden final score of a --final hidden run, else its best
-        "result": _num(r.final.score) if hidden else (_num(r.best.score) if r.best else None),
-        "result_improvement": _num(r.final.improvement) if hidden else _num(r.improvement),
+        "result": _num(final.score) if final else (_num(r.best.score) if r.best else None),
+        "result_improvement": _num(final.improvement) if final else _num(r.improvement),
         "submissions": len([s for s in run.submissions if s.split != "test"]),
         "valid_submissions": len(valid),
         "budget_s": r.config.budget_s,
