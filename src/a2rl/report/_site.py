@@ -232,7 +232,8 @@ class Site:
         p.html('<p class="note">Each cell\'s figures are mean [bootstrap 95% CI] over its counted '
                "runs, with n beside every figure. A marked run (audit flag or unsandboxed) is "
                "shown everywhere; whether it counts is the policy above "
-               "(<code>--audit-policy</code>, <code>--unsandboxed-policy</code>).</p>")
+               "(<code>--audit-policy</code>, <code>--unsandboxed-policy</code>); grey rows are "
+               "shown but not counted.</p>")
         p.text("h2", "Runs")
         p.html(self.table_links("runs", "submissions", "cells"))
         p.html(_table(["run", "task", "level", "stack", "mode", "model", "status", "baseline",
