@@ -56,6 +56,12 @@ def test_site_pages_and_tables(site: Path) -> None:
     cc = board[("claude-code · claude-sonnet-4-5", "arith", "free")]
     assert (cc["best"], cc["runs"], cc["counted"], cc["marks"]) == (
         "60.00 (n=1)", "2", "1", "contamination×1")
+    process = {(r["stack"], r["task"], r["mode"]): r
+               for r in csv.DictReader((site / "tables" / "process_metrics.csv").open())}
+    # reference/arith: best at 1500 s and 1600 s → 0.43 h; valid rate 1.0 in both runs
+    ref = process[("reference", "arith", "free")]
+    assert ref["time_to_best_h"].startswith("0.43 [0.42, 0.44] (n=2)")
+    assert ref["valid_rate"] == "1.00 [1.00, 1.00] (n=2)"
     lb = (site / "leaderboard.html").read_text()
     assert lb.index("baseline") < lb.index("reference")  # baseline row on top
     assert ">L1<" in lb and ">L3<" in lb

@@ -307,6 +307,21 @@ class Site:
             p.text("h2", f"model {model} · mode {mode}")
             p.html(_table(["agent stack", *tasks], rows, classes, header))
         self.save_table("leaderboard", flat)
+        p.text("h2", "Process metrics per cell")
+        p.html('<p class="note">Mean [95% CI] (n) over the counted runs; times in hours into the '
+               "budget.</p>")
+        process = []
+        for c in self.cells:
+            st = c.stats
+            process.append({**c.key, "valid_rate": st["valid_rate"].text(2),
+                            "time_to_first_improvement_h": _hours(st["time_to_first_improvement_s"]),
+                            "time_to_best_h": _hours(st["time_to_best_s"]),
+                            "submissions": st["submissions"].text(1), "marks": c.mark_text()})
+        self.save_table("process_metrics", process)
+        p.html(self.table_links("process_metrics"))
+        p.html(_table(["stack", "task", "mode", "model", "valid rate", "first improvement h",
+                       "best at h", "submissions", "marks"],
+                      [list(r.values()) for r in process]))
         self.pages.append(p)
 
     def modes(self) -> None:
@@ -546,6 +561,12 @@ class Site:
                        f'<a href="{escape(n)}.md">{escape(n)}.md</a></li>' for n in self.tables)
         (self.out / "tables" / "index.html").write_text(
             f"<!doctype html><meta charset=utf-8><title>tables</title><ul>{body}</ul>")
+
+
+def _hours(s: Summary) -> str:
+    scaled = Summary(s.n, *(None if v is None else v / 3600
+                            for v in (s.mean, s.sd, s.ci_low, s.ci_high)))
+    return scaled.text(2)
 
 
 def _safe_part(part: str) -> str:
