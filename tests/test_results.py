@@ -238,3 +238,14 @@ def test_hidden_final_score_is_the_result(loaded: list) -> None:  # type: ignore
     assert (row["result"], row["result_improvement"], row["final"]) == (41.0, 30.0, 41.0)
     plain = run_row(run)
     assert (plain["result"], plain["result_improvement"]) == (50.0, 40.0)
+
+
+def test_stack_labels(loaded: list) -> None:  # type: ignore[type-arg]
+    from a2rl.results import agent_stack
+
+    rec = loaded[0].record
+    cmd = rec.model_copy(update={"config": rec.config.model_copy(update={"agent": "cmd:./a.sh"})})
+    other = rec.model_copy(update={"config": rec.config.model_copy(update={"agent": "cmd:./b.sh"})})
+    assert agent_stack(cmd).startswith("cmd:") and len(agent_stack(cmd)) == 12
+    assert agent_stack(cmd) == agent_stack(cmd.model_copy()) != agent_stack(other)
+    assert agent_stack(rec) == "reference"

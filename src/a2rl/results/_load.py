@@ -129,9 +129,14 @@ def _num(x: float | None) -> float | None:
 
 
 def agent_stack(record: RunRecord) -> str:
-    """The benchmark's row label: scaffold × driver (`claude-code · claude-sonnet-4-5`); a
-    `cmd:` agent is `cmd`, since its command line is no stable label."""
-    agent = "cmd" if record.config.agent.startswith("cmd:") else record.config.agent
+    """The benchmark's row label: scaffold × driver (`claude-code · claude-sonnet-4-5`). A
+    `cmd:` agent is `cmd:` + a short hash of its command line (a long shell line is no
+    readable label, and repeats of the same command must share a row)."""
+    agent = record.config.agent
+    if agent.startswith("cmd:"):
+        import hashlib
+
+        agent = "cmd:" + hashlib.sha256(agent.encode()).hexdigest()[:8]
     return f"{agent} · {record.config.driver}" if record.config.driver else agent
 
 
