@@ -461,6 +461,8 @@ class Site:
         path = self.page_of[row["run_id"]]
         p = Page(path, f"run {row['run_id']}")
         here = (self.out / path).parent
+        if row["agent"].startswith("cmd:"):
+            p.text("p", f"{row['stack']} = {row['agent']}")
         p.text("p", f"{row['stack']} · task {row['task']} ({row['level'] or '?'}) · mode "
                     f"{row['mode']} · model {row['model']} · status {row['status']}"
                     + (f" · imported from {row['imported']}" if row["imported"] else ""))
