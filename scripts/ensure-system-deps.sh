@@ -29,6 +29,16 @@ if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; the
       || echo "WARNING: podman could not be installed; --sandbox podman stays unavailable" >&2
   fi
 fi
+# Chromium for the report's browser test (tests/test_report.py drives Debian's chromium through
+# playwright; playwright cannot download its own browsers here). Optional: without it that one
+# test is skipped.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (the report's browser test)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+      || echo "WARNING: chromium could not be installed; the report's browser test is skipped" >&2
+  fi
+fi
 if command -v node >/dev/null 2>&1; then
   major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
   [ "$major" -ge 20 ] || echo "WARNING: Node.js $(node --version) is older than 20: the Gemini CLI needs 20+." >&2

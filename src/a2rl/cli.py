@@ -270,8 +270,24 @@ def demo(
 
 
 @runs_app.command("list")
-def runs_list(runs_dir: RunsDir = None) -> None:
+def runs_list(runs_dir: RunsDir = None,
+              as_json: Annotated[bool, typer.Option("--json", help="One JSON object per run "
+                                                    "(task, agent, driver, mode, model, study, "
+                                                    "status, baseline, best, improvement, "
+                                                    "submissions, duration, audit flags…).")] = False,
+              as_csv: Annotated[bool, typer.Option("--csv", help="The same rows as CSV.")] = False,
+              ) -> None:
     """One line per recorded run."""
+    if as_json or as_csv:
+        from a2rl.results import load_runs, run_row, to_csv, to_json
+
+        root = _runs_dir(runs_dir)
+        runs, bad = load_runs([root]) if root.exists() else ([], [])
+        rows = [run_row(r) for r in runs]
+        typer.echo(to_json(rows) if as_json else to_csv(rows), nl=False)
+        for path, why in bad:  # stderr, so the table on stdout stays machine-readable
+            typer.echo(f"unreadable run {path}: {why}", err=True)
+        return
     from rich.console import Console
 
     from a2rl._report_console import list_runs
@@ -514,6 +530,52 @@ def import_rdagent(
     for one in folders:
         path = rdagent.import_run(one, _runs_dir(runs_dir), run_id=run_id, force=force)
         _imported(path, analyze_after)
+
+
+results_app = typer.Typer(help="Many runs as tidy tables (one row per run, one per submission).",
+                          no_args_is_help=True)
+app.add_typer(results_app, name="results")
+AuditPolicyOpt = Annotated[str, typer.Option(
+    "--audit-policy", help="Runs with an audit flag (contamination, privileged API, other "
+    "models or LLM APIs): exclude (shown and marked, not in means), include, or drop.")]
+UnsandboxedPolicyOpt = Annotated[str, typer.Option(
+    "--unsandboxed-policy", help="Runs without a sandbox: exclude, include or drop.")]
+
+
+@results_app.command("export")
+def results_export(
+    runs_dirs: Annotated[list[Path], typer.Argument(help="Runs folders, run directories or "
+                                                    "sweep output folders.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="results.csv, .parquet or .json "
+                                         "(runs; submissions go to results.submissions.csv).")],
+    cells: Annotated[bool, typer.Option(help="Also write the per-cell statistics "
+                                        "(results.cells.csv).")] = True,
+    audit_policy: AuditPolicyOpt = "exclude",
+    unsandboxed_policy: UnsandboxedPolicyOpt = "exclude",
+) -> None:
+    """Tidy tables of many runs that pandas reads directly."""
+    from a2rl.results import export_results
+
+    for path, rows in export_results(runs_dirs, output, cells=cells, audit=audit_policy,
+                                     unsandboxed=unsandboxed_policy):
+        typer.echo(f"wrote {path} ({rows} rows)")
+
+
+@app.command("report")
+def report_cmd(
+    results: Annotated[list[Path], typer.Argument(help="Runs folders, run directories or sweep "
+                                                  "output folders (a2rl and imported runs).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Folder of the site.")] = Path("report"),
+    audit_policy: AuditPolicyOpt = "exclude",
+    unsandboxed_policy: UnsandboxedPolicyOpt = "exclude",
+) -> None:
+    """A static HTML site (works offline from file://) plus CSV and Markdown tables."""
+    from a2rl.report import build_report
+    from a2rl.results import Policy
+
+    pages = build_report(results, output, Policy(audit=audit_policy,  # type: ignore[arg-type]
+                                                 unsandboxed=unsandboxed_policy))  # type: ignore[arg-type]
+    typer.echo(f"wrote {len(pages)} pages to {output.absolute()} (open {output.absolute() / 'index.html'})")
 
 
 @app.command()

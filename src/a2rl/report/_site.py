@@ -1,0 +1,628 @@
+"""`a2rl report RESULTS... -o report/`: a static site that works offline from file:// (plotly.js
+is copied into it, no CDN), plus every table as CSV and Markdown.
+
+Everything an agent could have written (summary.md, findings' evidence, file names, run ids of
+imported runs) is escaped: HTML through jinja2's autoescape and markupsafe, Markdown through
+markdown-it with raw HTML disabled, chart data as JSON with `<`, `>` and `&` escaped, and code
+snapshots are copied as `.txt` files so that no agent file is ever opened as a page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2rl._errors import A2RLError
+from a2rl.results import (
+    Cell,
+    LoadedRun,
+    Policy,
+    Summary,
+    aggregate,
+    baselines,
+    change_rates,
+    convergence,
+    marks,
+    methods_attempted_adopted,
+    phase_distribution,
+    run_row,
+    submission_rows,
+    workspace_stats,
+    write_table,
+)
+from a2rl.results._load import load_runs, relpath
+
+NAV = [("index.html", "Overview"), ("leaderboard.html", "Leaderboard"), ("modes.html", "Modes"),
+       ("scaling.html", "Scaling"), ("trajectories.html", "Trajectories"),
+       ("strategy.html", "Strategy"), ("tables/", "Tables (CSV/MD)")]
+LEVEL_ORDER = ("L1", "L2", "L3")
+MAX_SNAPSHOT_FILES = 200
+MAX_SNAPSHOT_BYTES = 256 << 10
+
+
+def _deps() -> tuple[Any, Any, Any]:
+    try:
+        import jinja2
+        import markupsafe
+        import plotly
+    except ImportError as exc:
+        raise A2RLError(f"the report needs {exc.name}, which is not installed",
+                        "pip install 'a2rl[report]' (plotly, jinja2, markdown-it-py)") from exc
+    return jinja2, markupsafe, plotly
+
+
+@dataclass
+class Page:
+    """One HTML page being built: its body parts and charts."""
+
+    path: str
+    title: str
+    parts: list[Any] = field(default_factory=list)
+    charts: list[dict[str, str]] = field(default_factory=list)
+
+    def html(self, text: Any) -> None:
+        from markupsafe import Markup
+
+        self.parts.append(Markup(text))
+
+    def text(self, tag: str, text: str) -> None:
+        from markupsafe import Markup, escape
+
+        self.parts.append(Markup(f"<{tag}>{escape(text)}</{tag}>"))
+
+    def chart(self, fig: Any, empty: str = "no data for this chart") -> None:
+        from markupsafe import Markup, escape
+
+        if fig is None:
+            self.parts.append(Markup(f'<p class="note">{escape(empty)}</p>'))
+            return
+        cid = f"chart{len(self.charts) + 1}"
+        self.charts.append({"id": cid, "json": Markup(_safe_json(fig.to_json()))})
+        self.parts.append(Markup(f'<div class="chart" id="{cid}" data-figure="{cid}"></div>'))
+
+
+def _safe_json(text: str) -> str:
+    # Inside <script type="application/json"> a `</script>` in a string would end the element;
+    # the \\u escapes keep the JSON identical while no tag can appear.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+           row_classes: Sequence[str] | None = None, header_html: str = "") -> str:
+    from markupsafe import Markup, escape
+
+    out = ["<table>", header_html]
+    out.append("<tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>")
+    for i, row in enumerate(rows):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        cells = "".join(f"<td>{c if isinstance(c, Markup) else escape(_fmt(c))}</td>" for c in row)
+        out.append(f"<tr{cls}>{cells}</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _marks_html(row: dict[str, Any]) -> Any:
+    from markupsafe import Markup, escape
+
+    return Markup("".join(f'<span class="mark">{escape(m)}</span>' for m in marks(row)))
+
+
+def _cell_html(s: Summary, delta: Summary | None = None, cell: Cell | None = None) -> Any:
+    from markupsafe import Markup, escape
+
+    if s.mean is None:
+        text = f'— <span class="n">n={s.n}</span>'
+    else:
+        ci = "" if s.ci_low is None or s.ci_high is None else f" [{s.ci_low:.2f}, {s.ci_high:.2f}]"
+        text = f"<b>{s.mean:.2f}</b>{escape(ci)} <span class=\"n\">n={s.n}</span>"
+    if delta is not None and delta.mean is not None:
+        dci = "" if delta.ci_low is None or delta.ci_high is None else \
+            f" [{delta.ci_low:+.2f}, {delta.ci_high:+.2f}]"
+        text += f'<br><span class="delta">Δ {delta.mean:+.2f}{escape(dci)}</span>'
+    if cell is not None:
+        if cell.excluded:
+            text += f'<br><span class="n">{len(cell.excluded)} of {len(cell.runs)} run(s) not counted</span>'
+        text += "".join(f'<span class="mark">{escape(m)}</span>'
+                        for m in cell.mark_text().split(", ") if m)
+    return Markup(text)
+
+
+def _safe_name(run_id: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:120] or "run"
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}-{k}", k + 1
+    taken.add(name)
+    return name
+
+
+class Site:
+    def __init__(self, runs: list[LoadedRun], out: Path, policy: Policy,
+                 bad: list[tuple[Path, str]]) -> None:
+        self.runs, self.out, self.policy, self.bad = runs, out, policy, bad
+        self.rows = [run_row(r) for r in runs]
+        self.shown = [(r, row) for r, row in zip(runs, self.rows, strict=True)
+                      if policy.shown(row)]
+        self.dropped = [row for row in self.rows if not policy.shown(row)]
+        self.subs = [s for r, _ in self.shown for s in submission_rows(r)]
+        self.cells = aggregate([row for _, row in self.shown], policy)
+        taken: set[str] = set()
+        self.page_of = {row["run_id"]: f"runs/{_safe_name(row['run_id'], taken)}.html"
+                        for _, row in self.shown}
+        self.pages: list[Page] = []
+        self.tables: list[str] = []
+
+    # ---- tables on disk -------------------------------------------------------------------
+    def save_table(self, name: str, rows: Sequence[dict[str, Any]]) -> None:
+        write_table(rows, self.out / "tables" / f"{name}.csv")
+        write_table(rows, self.out / "tables" / f"{name}.md")
+        self.tables.append(name)
+
+    def table_links(self, *names: str) -> str:
+        from markupsafe import escape
+
+        links = " · ".join(f'<a href="tables/{escape(n)}.csv">{escape(n)}.csv</a> '
+                           f'<a href="tables/{escape(n)}.md">(.md)</a>' for n in names)
+        return f'<p class="note">tables: {links}</p>'
+
+    def run_link(self, row: dict[str, Any], root: str = "") -> Any:
+        from markupsafe import Markup, escape
+
+        return Markup(f'<a href="{root}{escape(self.page_of[row["run_id"]])}">'
+                      f'{escape(row["run_id"])}</a>')
+
+    # ---- pages -----------------------------------------------------------------------------
+    def build(self) -> list[Path]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "assets").mkdir(exist_ok=True)
+        from plotly.offline import get_plotlyjs
+
+        (self.out / "assets" / "plotly.min.js").write_text(get_plotlyjs())
+        self.save_table("runs", self.rows)
+        self.save_table("submissions", self.subs)
+        self.save_table("cells", [c.row() for c in self.cells])
+        self.overview()
+        self.leaderboard()
+        self.modes()
+        self.scaling()
+        self.trajectories()
+        self.strategy()
+        for r, row in self.shown:
+            self.run_page(r, row)
+        self.tables_index()
+        return [self.render(p) for p in self.pages]
+
+    def render(self, page: Page) -> Path:
+        jinja2, markupsafe, _ = _deps()
+        env = jinja2.Environment(loader=jinja2.PackageLoader("a2rl.report", "templates"),
+                                 autoescape=True)
+        depth = page.path.count("/")
+        html = env.get_template("base.html").render(
+            title=page.title, root="../" * depth, nav=NAV, here=page.path,
+            policy=self.policy.describe(), body=markupsafe.Markup("\n".join(page.parts)),
+            charts=page.charts)
+        path = self.out / page.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html)
+        return path
+
+    def overview(self) -> None:
+        p = Page("index.html", "a2rl results")
+        shown = [row for _, row in self.shown]
+        flagged = [row for row in shown if marks(row)]
+        p.html(f"<p>{len(self.rows)} run(s) read; {len(shown)} shown; {len(flagged)} marked; "
+               f"{len(self.dropped)} dropped by the policy; {len(self.cells)} cell(s) "
+               "(agent stack × task × mode × model).</p>")
+        p.html('<p class="note">Each cell\'s figures are mean [bootstrap 95% CI] over its counted '
+               "runs, with n beside every figure. A marked run (audit flag or unsandboxed) is "
+               "shown everywhere; whether it counts is the policy above "
+               "(<code>--audit-policy</code>, <code>--unsandboxed-policy</code>); grey rows are "
+               "shown but not counted.</p>")
+        p.text("h2", "Runs")
+        p.html(self.table_links("runs", "submissions", "cells"))
+        p.html(_table(["run", "task", "level", "stack", "mode", "model", "status", "baseline",
+                       "best", "Δ", "subs", "duration h", "route", "imported", "marks"],
+                      [[self.run_link(row), row["task"], row["level"], row["stack"], row["mode"],
+                        row["model"], row["status"], row["baseline"], row["best"],
+                        row["improvement"], row["submissions"],
+                        None if row["duration_s"] is None else row["duration_s"] / 3600,
+                        row["route"], row["imported"], _marks_html(row)] for row in shown],
+                      ["" if self.policy.counted(row) else "excluded" for row in shown]))
+        if self.dropped:
+            p.text("h2", "Dropped by the policy")
+            p.html(_table(["run", "task", "stack", "marks"],
+                          [[r["run_id"], r["task"], r["stack"], _marks_html(r)] for r in self.dropped]))
+        if self.bad:
+            p.text("h2", "Unreadable run directories")
+            p.html(_table(["folder", "problem"], [[str(path), why] for path, why in self.bad]))
+        problems = [(r.record.run_id, msg) for r, _ in self.shown for msg in r.problems]
+        if problems:
+            p.text("h2", "Incomplete records")
+            p.html(_table(["run", "problem"], problems))
+        self.pages.append(p)
+
+    def _levels(self, tasks: Sequence[str]) -> list[tuple[str, list[str]]]:
+        level = {row["task"]: row["level"] or "?" for _, row in self.shown}
+        groups: dict[str, list[str]] = {}
+        for t in sorted(tasks):
+            groups.setdefault(level.get(t, "?"), []).append(t)
+        order = list(LEVEL_ORDER) + sorted(k for k in groups if k not in LEVEL_ORDER)
+        return [(lv, groups[lv]) for lv in order if lv in groups]
+
+    def leaderboard(self) -> None:
+        from markupsafe import Markup, escape
+
+        p = Page("leaderboard.html", "Leaderboard")
+        p.html('<p class="note">Rows: agent stacks (scaffold · driver); columns: tasks grouped '
+               "by level; each cell: the run's result (its best submission, or the hidden final "
+               "score of a --final hidden run), mean [95% CI] over the counted runs, and Δ vs the "
+               "baseline below it. The baseline row is the base model's score.</p>")
+        p.html(self.table_links("leaderboard"))
+        base = baselines([row for _, row in self.shown], self.policy)
+        flat: list[dict[str, Any]] = []
+        for model, mode in sorted({(c.key["model"], c.key["mode"]) for c in self.cells}):
+            cells = [c for c in self.cells if c.key["model"] == model and c.key["mode"] == mode]
+            groups = self._levels(sorted({c.key["task"] for c in cells}))
+            tasks = [t for _, ts in groups for t in ts]
+            header = "<tr><th></th>" + "".join(
+                f'<th colspan="{len(ts)}">{escape(lv)}</th>' for lv, ts in groups) + "</tr>"
+            by = {(c.key["stack"], c.key["task"]): c for c in cells}
+            rows: list[list[Any]] = [[Markup("<b>baseline</b>")] + [
+                _cell_html(base.get((t, model), Summary(0, None, None, None, None)))
+                for t in tasks]]
+            classes = ["baseline"]
+            for stack in sorted({c.key["stack"] for c in cells}):
+                row: list[Any] = [stack]
+                for t in tasks:
+                    c = by.get((stack, t))
+                    row.append(_cell_html(c.stats["result"], c.stats["result_improvement"], c)
+                               if c else Markup('<span class="n">no runs</span>'))
+                    if c:
+                        flat.append({"model": model, "mode": mode, "stack": stack, "task": t,
+                                     "level": c.row()["levels"],
+                                     "best": c.stats["result"].text(),
+                                     "improvement": c.stats["result_improvement"].text(
+                                         signed=True),
+                                     "baseline": base[(t, model)].text() if (t, model) in base
+                                     else "", "runs": len(c.runs), "counted": len(c.counted),
+                                     "marks": c.mark_text()})
+                rows.append(row)
+                classes.append("")
+            p.text("h2", f"model {model} · mode {mode}")
+            p.html(_table(["agent stack", *tasks], rows, classes, header))
+        self.save_table("leaderboard", flat)
+        p.text("h2", "Process metrics per cell")
+        p.html('<p class="note">Mean [95% CI] (n) over the counted runs; times in hours into the '
+               "budget.</p>")
+        process = []
+        for c in self.cells:
+            st = c.stats
+            process.append({**c.key, "valid_rate": st["valid_rate"].text(2),
+                            "time_to_first_improvement_h": _hours(st["time_to_first_improvement_s"]),
+                            "time_to_best_h": _hours(st["time_to_best_s"]),
+                            "submissions": st["submissions"].text(1), "marks": c.mark_text()})
+        self.save_table("process_metrics", process)
+        p.html(self.table_links("process_metrics"))
+        p.html(_table(["stack", "task", "mode", "model", "valid rate", "first improvement h",
+                       "best at h", "submissions", "marks"],
+                      [list(r.values()) for r in process]))
+        self.pages.append(p)
+
+    def modes(self) -> None:
+        p = Page("modes.html", "Mode ablation")
+        p.html('<p class="note">Mean improvement over the baseline (best − baseline) per agent '
+               "stack and mode, and the mode × task heatmap over all stacks; ▲/▼ mark the best and "
+               "worst cells.</p>")
+        p.html(self.table_links("modes"))
+        rows = [row for _, row in self.shown]
+        by_stack = aggregate(rows, self.policy, keys=("model", "stack", "mode", "task"),
+                             metrics=("result_improvement", "result"))
+        flat = [{"model": c.key["model"], "stack": c.key["stack"], "mode": c.key["mode"],
+                 "task": c.key["task"], "improvement": c.stats["result_improvement"].text(signed=True),
+                 "best": c.stats["result"].text(), "marks": c.mark_text()} for c in by_stack]
+        self.save_table("modes", flat)
+        tasks = sorted({c.key["task"] for c in by_stack})
+        table_rows: list[list[Any]] = []
+        for (model, stack, mode) in sorted({(c.key["model"], c.key["stack"], c.key["mode"])
+                                            for c in by_stack}):
+            by = {c.key["task"]: c for c in by_stack
+                  if (c.key["model"], c.key["stack"], c.key["mode"]) == (model, stack, mode)}
+            table_rows.append([model, stack, mode] + [
+                _cell_html(by[t].stats["result_improvement"], None, by[t]) if t in by else "—"
+                for t in tasks])
+        p.text("h2", "Improvement per stack and mode")
+        p.html(_table(["model", "stack", "mode", *tasks], table_rows))
+        from a2rl.report import _figures as F
+
+        for model in sorted({row["model"] for row in rows}):
+            cells = aggregate([r for r in rows if r["model"] == model], self.policy,
+                              keys=("mode", "task"), metrics=("result_improvement",))
+            p.text("h2", f"Mode × task improvement · {model}")
+            p.chart(F.improvement_heatmap(cells, f"mean improvement (Δ) · {model}"),
+                    "no counted run has an improvement")
+        self.pages.append(p)
+
+    def scaling(self) -> None:
+        from a2rl.report import _figures as F
+
+        p = Page("scaling.html", "Scaling")
+        p.html('<p class="note">Best score so far of every shown run against elapsed budget, '
+               "against tokens the agent's driver used (runs whose launcher recorded usage), and "
+               "against the number of submissions.</p>")
+        p.html(self.table_links("submissions"))
+        for task in sorted({s["task"] for s in self.subs}):
+            subs = [s for s in self.subs if s["task"] == task]
+            p.text("h2", f"task {task}")
+            p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours"))
+            p.chart(F.scaling(subs, "tokens", "tokens (input + output)",
+                              f"{task}: best so far vs tokens"), "no run of this task recorded tokens")
+            p.chart(F.scaling(subs, "seq", "submissions", f"{task}: best so far vs submissions"))
+        self.pages.append(p)
+
+    def trajectories(self) -> None:
+        from a2rl.report import _figures as F
+
+        p = Page("trajectories.html", "Method-switch trajectories and checkpoint lineage")
+        p.html('<p class="note">Per run: each submission\'s score (colour = route of the code behind '
+               "it, × = invalid, drawn at the baseline) and the best so far; dotted lines mark route "
+               "changes, green ✓ when the change raised the best score, red ✗ when not. Below it, "
+               "the checkpoint lineage: which checkpoint each training experiment started from; "
+               "red nodes are reverts to an older checkpoint or the base model.</p>")
+        for r, row in self.shown:
+            subs = [s for s in self.subs if s["run_id"] == row["run_id"]]
+            p.html(f"<h2>{self.run_link(row)}</h2>")
+            p.text("p", f"{row['stack']} · {row['task']} · {row['mode']} · {row['model']}")
+            p.html(str(_marks_html(row)))
+            p.chart(F.trajectory(subs, row["baseline"], f"{row['run_id']}: scores"),
+                    "no submissions")
+            p.chart(F.lineage(r.analysis.experiments if r.analysis else [],
+                              f"{row['run_id']}: checkpoint lineage"),
+                    "no verified training experiment")
+        self.pages.append(p)
+
+    def strategy(self) -> None:
+        from a2rl.report import _figures as F
+
+        runs = [r for r, _ in self.shown]
+        p = Page("strategy.html", "Strategy analysis")
+        p.html('<p class="note">Paper B\'s strategy analysis over verified training experiments '
+               "(commands that updated parameters), grouped by agent stack. Every shown run counts "
+               "here (these describe behaviour, not scores); marked runs are counted in each "
+               "row's marks. C_G: the largest share of runs whose first experiment used one "
+               "strategy k. R_change: strategy changes over adjacent experiment pairs, pooled; "
+               "R_persist = 1 − R_change.</p>")
+        conv = convergence(runs, self.policy)
+        rates = change_rates(runs, self.policy)
+        phases = phase_distribution(runs, self.policy)
+        methods = methods_attempted_adopted(runs, self.policy)
+        methods_g = methods_attempted_adopted(runs, self.policy, group=lambda r: run_row(r)["stack"])
+        ws = workspace_stats(runs, self.policy)
+        for name, rows in (("strategy_convergence", conv), ("strategy_change_rate", rates),
+                           ("phase_time", phases), ("methods_attempted_adopted", methods),
+                           ("methods_by_stack", methods_g), ("workspace_stats", ws)):
+            self.save_table(name, rows)
+        p.html(self.table_links("strategy_convergence", "strategy_change_rate", "phase_time",
+                                "methods_attempted_adopted", "methods_by_stack", "workspace_stats"))
+        p.text("h2", "Initial-strategy convergence C_G")
+        p.html(_table(["group", "runs", "with experiments (n)", "top first strategy", "C_G",
+                       "first strategies", "marks"],
+                      [[c["group"], c["runs"], c["runs_with_experiments"], c["top_first_strategy"],
+                        c["C_G"], c["first_strategies"], c["marks"]] for c in conv]))
+        p.text("h2", "Strategy change rate and persistence")
+        p.html(_table(["group", "runs", "adjacent pairs (n)", "changes", "R_change", "R_persist",
+                       "per-run change rate", "marks"],
+                      [[c["group"], c["runs"], c["adjacent_pairs"], c["strategy_changes"],
+                        c["R_change"], c["R_persist"], c["per_run_change_rate"], c["marks"]]
+                       for c in rates]))
+        p.text("h2", "Phase-time distribution")
+        p.chart(F.stacked_shares(phases, "mean share of phase time per stack"),
+                "no run has phase times")
+        p.html(_table(["group", "phase", "n", "mean share", "CI low", "CI high", "mean seconds"],
+                      [[r["group"], r["phase"], r["n"], r["share_mean"], r["share_ci_low"],
+                        r["share_ci_high"], r["seconds_mean"]] for r in phases]))
+        p.text("h2", "Method attempted vs adopted")
+        p.chart(F.attempted_adopted(methods, "methods: attempted vs in the best submission"),
+                "no method detected")
+        p.html(_table(["group", "method", "attempted (runs)", "adopted (runs)", "of runs",
+                       "adoption rate"],
+                      [[r["group"], r["method"], r["attempted"], r["adopted"], r["runs"],
+                        r["adoption_rate"]] for r in methods + methods_g]))
+        p.text("h2", "Workspace statistics")
+        p.html(_table(["group", "runs", "submissions", "code files", "model versions",
+                       "zero-score rate", "best@submission", "marks"],
+                      [[w["group"], w["runs"]] + [
+                          f"{_fmt(w[f'{m}_mean'])} (n={w[f'{m}_n']})"
+                          for m in ("submissions", "code_files", "model_versions",
+                                    "zero_score_rate", "best_at_submission")] + [w["marks"]]
+                       for w in ws]))
+        self.pages.append(p)
+
+    def run_page(self, r: LoadedRun, row: dict[str, Any]) -> None:
+        from markupsafe import Markup, escape
+
+        from a2rl.report import _figures as F
+
+        path = self.page_of[row["run_id"]]
+        p = Page(path, f"run {row['run_id']}")
+        here = (self.out / path).parent
+        if row["agent"].startswith("cmd:"):
+            p.text("p", f"{row['stack']} = {row['agent']}")
+        p.text("p", f"{row['stack']} · task {row['task']} ({row['level'] or '?'}) · mode "
+                    f"{row['mode']} · model {row['model']} · status {row['status']}"
+                    + (f" · imported from {row['imported']}" if row["imported"] else ""))
+        p.html(str(_marks_html(row)))
+        p.html(_table(["baseline", "best", "Δ", "final (hidden)", "submissions", "valid rate",
+                       "first improvement h", "best at h", "duration h", "route", "tokens"],
+                      [[row["baseline"], row["best"], row["improvement"], row["final"],
+                        row["submissions"], row["valid_rate"],
+                        _h(row["time_to_first_improvement_s"]), _h(row["time_to_best_s"]),
+                        _h(row["duration_s"]), row["route"], row["tokens"]]]))
+        subs = [s for s in self.subs if s["run_id"] == row["run_id"]]
+        p.text("h2", "Score trajectory")
+        p.chart(F.trajectory(subs, row["baseline"], "scores and best so far"), "no submissions")
+        p.text("h2", "Route timeline")
+        a = r.analysis
+        phases = a.commands if a and a.commands else []
+        p.chart(F.route_timeline(subs, a.experiments if a else [], phases, "route, experiments, "
+                                 "phases"), "nothing timed to show")
+        p.chart(F.lineage(a.experiments if a else [], "checkpoint lineage"),
+                "no verified training experiment")
+        p.text("h2", "Submissions")
+        p.html(_table(["id", "elapsed h", "status", "score", "CI", "Δ", "best so far", "route",
+                       "failure type"],
+                      [[s["submission_id"], s["elapsed_h"], s["status"], s["score"],
+                        "—" if s["ci_low"] is None else f"[{s['ci_low']:.2f}, {s['ci_high']:.2f}]",
+                        s["improvement"], s["best_so_far"], s["route"], s["failure_type"]]
+                       for s in subs]))
+        p.text("h2", "Audit findings")
+        findings = a.findings if a else []
+        if findings:
+            p.html(_table(["kind", "severity", "message", "evidence"],
+                          [[f.kind, f.severity, f.message,
+                            Markup("<pre>" + str(escape("\n".join(f.evidence[:10]))) + "</pre>")]
+                           for f in findings]))
+        else:
+            p.text("p", "no findings" if a else "not analysed (run `a2rl analyze`)")
+        p.text("h2", "Records")
+        links = []
+        for rel, label in (("run.json", "run record"), ("analysis.json", "analysis"),
+                           ("ledger.jsonl", "ledger"), ("summary.md", "summary.md"),
+                           ("agent/transcript.log", "transcript"),
+                           ("agent/events.jsonl", "agent events"), ("agent/exec.jsonl", "exec trace"),
+                           ("grader.log", "grader log"), ("code-history.jsonl", "snapshot index"),
+                           ("workspace", "workspace folder")):
+            target = r.path / rel
+            if target.exists():
+                links.append(f'<a href="{escape(relpath(target, here))}">{escape(label)}</a>')
+        p.html("<p>" + " · ".join(links) + "</p>")
+        snaps = self.export_snapshots(r, here)
+        if snaps:
+            p.text("h2", "Code snapshots")
+            p.html(_table(["tag", "elapsed h", "files", "changed"], snaps))
+        summary = r.path / "summary.md"
+        if summary.exists():
+            p.text("h2", "summary.md")
+            p.html('<div class="summary-md">' + _markdown(summary.read_text(errors="replace"))
+                   + "</div>")
+        self.pages.append(p)
+
+    def export_snapshots(self, r: LoadedRun, here: Path) -> list[list[Any]]:
+        """Copy the text files of each submission's and the final code snapshot out of the run's
+        shadow repository into the site (as .txt), and list them with links."""
+        from markupsafe import Markup, escape
+
+        from a2rl.recording import read_snapshots
+
+        git_dir = r.path / "code-history.git"
+        try:
+            snaps = read_snapshots(r.path)
+        except ValueError:
+            return []
+        if not snaps or not git_dir.is_dir() or shutil.which("git") is None:
+            return []
+        rows: list[list[Any]] = []
+        folder = here / Path(self.page_of[r.record.run_id]).stem
+        for snap in snaps:
+            if not (snap.tag.startswith("s") or snap.tag == "final"):
+                continue  # periodic snapshots stay in the repository
+            files = _git_files(git_dir, snap.commit)[:MAX_SNAPSHOT_FILES]
+            links = []
+            for name in files:
+                blob = _git_blob(git_dir, snap.commit, name)
+                if blob is None:
+                    continue
+                safe = "/".join(_safe_part(part) for part in name.split("/"))
+                target = folder / _safe_part(snap.tag) / f"{safe}.txt"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(blob)
+                links.append(f'<a href="{escape(relpath(target, here))}">{escape(name)}</a>')
+            rows.append([snap.tag, _h(snap.elapsed_s), Markup("<br>".join(links) or "—"),
+                         ", ".join(snap.changed[:20])])
+        return rows
+
+    def tables_index(self) -> None:
+        from markupsafe import escape
+
+        body = "".join(f'<li><a href="{escape(n)}.csv">{escape(n)}.csv</a> · '
+                       f'<a href="{escape(n)}.md">{escape(n)}.md</a></li>' for n in self.tables)
+        (self.out / "tables" / "index.html").write_text(
+            f"<!doctype html><meta charset=utf-8><title>tables</title><ul>{body}</ul>")
+
+
+def _hours(s: Summary) -> str:
+    scaled = Summary(s.n, *(None if v is None else v / 3600
+                            for v in (s.mean, s.sd, s.ci_low, s.ci_high)))
+    return scaled.text(2)
+
+
+def _safe_part(part: str) -> str:
+    """A path component that stays inside its folder: odd characters and `.`/`..` replaced."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", part)[:120]
+    return "_" if cleaned in ("", ".", "..") else cleaned
+
+
+def _h(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds / 3600
+
+
+def _git_files(git_dir: Path, commit: str) -> list[str]:
+    out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", "--name-only",
+                          commit], capture_output=True, check=False)
+    if out.returncode:
+        return []
+    return [n for n in out.stdout.decode(errors="replace").split("\0") if n]
+
+
+def _git_blob(git_dir: Path, commit: str, name: str) -> bytes | None:
+    out = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{name}"],
+                         capture_output=True, check=False)
+    if out.returncode or len(out.stdout) > MAX_SNAPSHOT_BYTES or b"\0" in out.stdout[:4096]:
+        return None
+    return out.stdout
+
+
+def _markdown(text: str) -> str:
+    try:
+        from markdown_it import MarkdownIt
+    except ImportError:
+        from markupsafe import escape
+
+        return f"<pre>{escape(text)}</pre>"
+    # html=False: raw HTML in the (agent-influenced) text is shown as text, never parsed.
+    return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(text))
+
+
+def build_report(paths: Sequence[Path], out: Path, policy: Policy | None = None) -> list[Path]:
+    """Read the runs under `paths` and write the site into `out`; returns the pages written."""
+    _deps()
+    runs, bad = load_runs(paths)
+    if not runs:
+        raise A2RLError(f"no readable run under {', '.join(str(p) for p in paths)}"
+                        + (f" ({len(bad)} unreadable)" if bad else ""),
+                        "pass runs folders (./runs), run directories or a sweep's output folder")
+    out = out.absolute()
+    if (out / "run.json").exists():
+        raise A2RLError(f"{out} is a run directory", "write the report to a new folder")
+    pages = Site(runs, out, policy or Policy(), bad).build()
+    (out / "report.json").write_text(json.dumps(
+        {"runs": len(runs), "unreadable": [str(p) for p, _ in bad],
+         "pages": [str(p.relative_to(out)) for p in pages],
+         "policy": {"audit": (policy or Policy()).audit,
+                    "unsandboxed": (policy or Policy()).unsandboxed}}, indent=1))
+    return pages

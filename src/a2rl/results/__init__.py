@@ -1,0 +1,50 @@
+"""Many runs as tables: load a2rl runs and imported runs into tidy rows (one per run, one per
+submission), aggregate repeats per cell with bootstrap intervals under a documented policy for
+audit-flagged and unsandboxed runs, and compute the cross-run strategy tables of paper B."""
+
+from __future__ import annotations
+
+from a2rl.results._aggregate import (
+    CELL_KEYS,
+    FLAG_POLICIES,
+    PROCESS_METRICS,
+    SCORE_METRICS,
+    Cell,
+    FlagPolicy,
+    Policy,
+    Summary,
+    aggregate,
+    baselines,
+    bootstrap_ci,
+    marks,
+    summarize,
+)
+from a2rl.results._api import export_results
+from a2rl.results._export import companion, to_csv, to_json, to_markdown, write_table
+from a2rl.results._load import (
+    AUDIT_FLAG_KINDS,
+    LoadedRun,
+    agent_stack,
+    audit_flags,
+    find_run_dirs,
+    load_one,
+    load_runs,
+    run_row,
+    submission_rows,
+)
+from a2rl.results._strategy import (
+    change_rates,
+    convergence,
+    methods_attempted_adopted,
+    phase_distribution,
+    workspace_stats,
+)
+
+__all__ = [
+    "AUDIT_FLAG_KINDS", "CELL_KEYS", "FLAG_POLICIES", "PROCESS_METRICS", "SCORE_METRICS", "Cell",
+    "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate", "audit_flags",
+    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results",
+    "find_run_dirs", "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
+    "run_row", "submission_rows", "summarize", "to_csv", "to_json", "to_markdown",
+    "workspace_stats", "write_table",
+]
