@@ -302,6 +302,8 @@ class _TaskRun:
             self.grader.close()
             if self.scaffold is not None:
                 self.scaffold.close()
+                if self.config.scaffold and "skills" in self.config.scaffold.components:
+                    _count_skill_reads(self.run_dir, self.console)
             record.submissions = self.grader.ledger.records()
             record.best = self.grader.ledger.best()
             if record.best and record.baseline:
@@ -537,7 +539,11 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             exec_log = agent_dir / "exec.log"
             if strace:
                 exec_log.unlink(missing_ok=True)
-                argv = traced_command(argv, strace=strace, log=exec_log)
+                # With the skills scaffold the trace also records opens: reads of a skill
+                # are counted from the files the agent's processes opened.
+                extra = (_skills_trace_syscalls() if config.scaffold is not None
+                         and "skills" in config.scaffold.components else ())
+                argv = traced_command(argv, strace=strace, log=exec_log, extra_syscalls=extra)
             elif config.exec_trace:
                 console.print("[yellow]the programs the agent runs are not recorded: " +
                               ("strace is not installed (apt-get install strace)[/]"
@@ -707,6 +713,24 @@ def _write_exec_events(agent_dir: Path, t0: float, hide: list[list[str]]) -> Non
     events = parse_exec_log(raw.read_text(errors="replace"), t0, hide=hide)
     atomic_write_text(agent_dir / "exec.jsonl",
                       "".join(e.model_dump_json() + "\n" for e in events))
+
+
+def _skills_trace_syscalls() -> tuple[str, ...]:
+    from a2rl.scaffold._skills import TRACE_SYSCALLS
+
+    return tuple(TRACE_SYSCALLS)
+
+
+def _count_skill_reads(run_dir: Path, console: Console) -> None:
+    """Skill consults and agent-written skills, counted while the workspace still exists (the
+    created skills are copied out of it); a failure is reported, never raised: the run's
+    record matters more."""
+    from a2rl.scaffold._skills import count_skill_reads
+
+    try:
+        count_skill_reads(run_dir)
+    except Exception as exc:  # noqa: BLE001 - diagnostics only
+        console.print(f"[yellow]skill reads not counted: {safe(str(exc))}[/]")
 
 
 def _analyze_quietly(run_dir: Path, task: Task, summary: LiveSummary, console: Console) -> None:
