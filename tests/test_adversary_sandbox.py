@@ -76,7 +76,7 @@ def test_sandbox_adversary_gets_nothing(backend: str, var_tmp: Path, tiny_model:
                  f"'http://127.0.0.1:{no_port}/' '{pkg}' " + " ".join(f"'{p}'" for p in held))
         config = RunConfig(task="arith", task_params=dict(TINY_TASK), agent=agent,
                            model=str(tiny_model), mode="free", budget_s=300, sandbox=backend,
-                           eval_timeout_s=300, grace_s=2, port=0, runs_dir=str(runs),
+                           eval_timeout_s=1800, grace_s=2, port=0, runs_dir=str(runs),
                            network="allowlist", allow_hosts=[f"127.0.0.1:{ok_port}"])
         rec = run(config, run_id=rid, console=console, echo_agent=True)
     transcript = (run_dir / "agent" / "transcript.log").read_bytes()

@@ -42,7 +42,7 @@ def test_multi_runs_one_agent_on_two_tasks(tmp_path: Path, tiny_model: Path) -> 
                        task_params={"n_train": 40, "n_heldout": 6, "heldout_seed": 4242,
                                     "gsm8k.source": "offline"},
                        agent=f"cmd:{AGENT}", model=str(tiny_model), mode="multi", budget_s=300,
-                       sandbox="bwrap", eval_timeout_s=300, grace_s=2, port=0,
+                       sandbox="bwrap", eval_timeout_s=1800, grace_s=2, port=0,
                        runs_dir=str(tmp_path / "runs"))
     records = run_multi(config)
     assert [r.config.task for r in records] == ["arith", "gsm8k"]

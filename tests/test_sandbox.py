@@ -72,7 +72,7 @@ def run_probe(root: Path, model: Path, a2rl_home: Path, targets: dict[str, dict[
     rid = f"probe-{uuid.uuid4().hex[:6]}"
     config = RunConfig(task="arith", task_params=dict(TINY_TASK), agent=probe_agent(targets),
                        model=str(model), mode="free", budget_s=120, sandbox="bwrap",
-                       eval_timeout_s=120, grace_s=2, port=0, runs_dir=str(root / "runs"), **kw)
+                       eval_timeout_s=1800, grace_s=2, port=0, runs_dir=str(root / "runs"), **kw)
     from a2rl.runner._run import run as run_fn
 
     rec = run_fn(config, run_id=rid)

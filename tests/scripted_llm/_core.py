@@ -177,7 +177,7 @@ def run_cli_agent(tmp_path: Path, model: Path, agent: str, base_url: str,
     monkeypatch.setenv(key_env, FAKE_KEY)
     base: dict[str, Any] = dict(
         task="arith", task_params=dict(TINY_TASK), agent=agent, model=str(model), mode="free",
-        budget_s=480, sandbox="bwrap", eval_timeout_s=300, grace_s=5, port=0,
+        budget_s=900, sandbox="bwrap", eval_timeout_s=1800, grace_s=5, port=0,
         runs_dir=str(tmp_path / "runs"), driver=driver, driver_base_url=base_url)
     base.update(config)
     rec = run(RunConfig(**base))
