@@ -93,6 +93,10 @@ def run(
                                                         "for evaluation.")] = None,
     min_interval: Annotated[str | None, typer.Option(help="Least time between two accepted "
                                                      "submissions (90s, 5m, …).")] = None,
+    study: Annotated[str | None, typer.Option(help="Join a study (name under "
+                                              "$A2RL_HOME/studies, or its file): its held-out "
+                                              "seeds and grader key, as on every machine.")
+                     ] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
@@ -102,7 +106,7 @@ def run(
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
             allow_host=allow_host or [],
             grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                     min_interval))
+                                     min_interval), study=study)
 
 
 def _grading_options(final: str, test_fraction: float, keep_artifacts: str,
@@ -135,7 +139,7 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             driver: str | None = None, driver_base_url: str | None = None,
             network: str = "allowlist", sandbox: str = "bwrap",
             allow_host: list[str] | None = None,
-            grading: dict[str, object] | None = None) -> object:
+            grading: dict[str, object] | None = None, study: str | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -171,6 +175,10 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
                        **net, **(grading or {}))  # type: ignore[arg-type]
+    if study:
+        from a2rl.sweep import find_study, join_study
+
+        config = join_study(config, find_study(study)[0])
     console = Console()
     if tasks:
         from a2rl.runner import run_multi
@@ -182,6 +190,51 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
         console.rule(f"result: {record.config.task}")
         show_run(record, console, Path(config.runs_dir) / record.config.task / record.run_id)
     return records[0]
+
+
+@app.command()
+def sweep(
+    target: Annotated[list[str], typer.Argument(
+        help="MATRIX.yaml to run or resume, or `status DIR` to show a sweep's cells.")],
+    dir: Annotated[Path | None, typer.Option("--dir", help="Sweep directory (default "
+                                             "sweeps/<name>); runs go to DIR/runs.")] = None,
+    backend: Annotated[str | None, typer.Option(help="local, ray or slurm (overrides the "
+                                                "matrix's).")] = None,
+    max_parallel: Annotated[int | None, typer.Option(help="Cells in flight at once.")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="Give failed cells new attempts.")] = False,
+    log_to: Annotated[str | None, typer.Option(help="Log each run to wandb or mlflow.")] = None,
+) -> None:
+    """Run a matrix of cells (tasks × agents × drivers × modes × models × repeats) on a local
+    pool, Ray or Slurm; `a2rl sweep status DIR` shows each cell's state. Rerunning resumes."""
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl.sweep import load_matrix, run_sweep, show_status
+
+    if target[0] == "status":
+        if len(target) != 2:
+            raise A2RLError("`a2rl sweep status` takes one sweep directory",
+                            "a2rl sweep status sweeps/NAME")
+        show_status(Path(target[1]), Console())
+        return
+    if len(target) != 1:
+        raise A2RLError(f"a2rl sweep takes one matrix file (got {len(target)} arguments)",
+                        "a2rl sweep examples/sweeps/local.yaml")
+    matrix = load_matrix(Path(target[0]))
+    if backend is not None:
+        if backend not in ("local", "ray", "slurm"):
+            raise A2RLError(f"unknown --backend {backend!r}", "use local, ray or slurm")
+        matrix.backend = backend  # type: ignore[assignment]
+    if log_to is not None:
+        from a2rl.sweep._matrix import LogOptions
+
+        if log_to not in ("wandb", "mlflow"):
+            raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
+        matrix.log = LogOptions(to=log_to)  # type: ignore[arg-type]
+    summary = run_sweep(matrix, dir or Path("sweeps") / (matrix.name or "sweep"),
+                        max_parallel=max_parallel, retry_failed=retry_failed)
+    if summary.failed:
+        raise typer.Exit(1)
 
 
 @app.command()
