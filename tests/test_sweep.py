@@ -58,28 +58,36 @@ def killer_agent(marker: Path) -> str:
             f"'{marker}' && " + BASE_COPY[4:])
 
 
-def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY, **extra: Any
-                 ) -> dict[str, Any]:
+ARITH = {"name": "arith", "options": {"n_train": 40, "n_heldout": 6}}
+# A second task entry: arith with another generator (other items, its own baseline). The other
+# built-in tasks generate hundreds of tokens per item: minutes per evaluation on a loaded CPU.
+ARITH_MUL = {"name": "arith", "label": "arith-mul", "options": {
+    "n_train": 40, "n_heldout": 6,
+    "generator": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1,
+                  "operators": ["*"], "allow_parentheses": False, "allow_negation": False}}}
+REFERENCE = {"name": "reference", "agent": "reference",
+             "options": {"steps": 1, "batch_size": 4, "max_train": 8}}
+
+
+def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY,
+                 tasks: list[dict[str, Any]] | None = None, reference: bool = True,
+                 **extra: Any) -> dict[str, Any]:
     """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets."""
     data: dict[str, Any] = {
         "name": f"t-{backend}", "backend": backend, "repeats": 2, "max_attempts": 2,
-        "budget": "5m",
-        "tasks": [{"name": "arith", "options": {"n_train": 40, "n_heldout": 6}},
-                  {"name": "gsm8k", "options": {"source": "offline", "n_train": 20,
-                                                "n_heldout": 4}}],
-        "agents": [{"name": "reference", "agent": "reference",
-                    "options": {"steps": 1, "batch_size": 4, "max_train": 8}},
-                   {"name": "scripted", "agent": agent}],
+        "budget": "5m", "tasks": tasks or [ARITH, ARITH_MUL],
+        "agents": ([REFERENCE] if reference else []) + [{"name": "scripted", "agent": agent}],
         "models": [str(model)],
         # unsandboxed: the killer agent must reach its harness (bwrap is covered elsewhere)
-        "run": {"sandbox": "none", "eval_timeout": "5m", "grace": 2, "exec_trace": False},
+        "run": {"sandbox": "none", "eval_timeout": "10m", "grace": 2, "exec_trace": False},
         "resources": {"cpus": 1},
     }
     data.update(extra)
     return data
 
 
-def check_finished_sweep(sweep_dir: Path, n_cells: int = 8) -> list[CellState]:
+def check_finished_sweep(sweep_dir: Path, n_cells: int = 8, n_tasks: int = 2
+                         ) -> list[CellState]:
     """Every cell finished, scored against one shared baseline per task, inside the study."""
     from a2rl.sweep import load_cells
 
@@ -97,11 +105,12 @@ def check_finished_sweep(sweep_dir: Path, n_cells: int = 8) -> list[CellState]:
         assert record["config"]["study"]["id"] == study["id"]
         # the baseline was scored once per task by the sweep, then read from the cache
         assert record["baseline"]["cached"] is True
-        baselines.setdefault(c.spec.task, record["baseline"]["score"])
-        assert record["baseline"]["score"] == baselines[c.spec.task]
+        baselines.setdefault(c.spec.task_label, record["baseline"]["score"])
+        assert record["baseline"]["score"] == baselines[c.spec.task_label]
         if c.spec.agent_label == "scripted":
             assert c.result.submissions == 1
-    assert len(list((sweep_dir / "baselines").glob("*/"))) == 2  # one group per task
+    # one baseline group per task entry, each scored by one job
+    assert len([p for p in (sweep_dir / "baselines").iterdir() if p.is_dir()]) == n_tasks
     return cells
 
 
@@ -137,10 +146,10 @@ def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
     data["drivers"] = [None, "model-a"]
     data["agents"][1]["drivers"] = [{}]  # the scripted agent has no driver
     cells = expand(parse_matrix(data), "s")
-    # arith/gsm8k × (reference × 2 drivers + scripted × 1) × 2 repeats
+    # 2 task entries × (reference × 2 drivers + scripted × 1) × 2 repeats
     assert len(cells) == 2 * 3 * 2
     assert {c.driver for c in cells if c.agent == "reference"} == {None, "model-a"}
-    assert all(c.resources.gpus == (1 if c.task == "gsm8k" else 0) for c in cells)
+    assert all(c.resources.gpus == (1 if c.task_label == "arith-mul" else 0) for c in cells)
     assert all(c.budget_s == 300 for c in cells)
     ids = [c.id for c in cells]
     assert len(set(ids)) == len(ids)
@@ -160,8 +169,8 @@ def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
 
 def test_a_study_draws_the_same_heldout_set_and_split_on_every_machine(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from a2rl.grader._secret import KEY_FILE_ENV, public_fingerprint, split_test_keys
     from a2rl.grader._items import restrict_to_split
+    from a2rl.grader._secret import KEY_FILE_ENV, public_fingerprint, split_test_keys
     from a2rl.runner import RunConfig
     from a2rl.tasks import get_task
 

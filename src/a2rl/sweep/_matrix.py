@@ -70,6 +70,8 @@ class TaskEntry(_Strict):
 
     name: str
     """Registered task name (a2rl tasks)."""
+    label: str | None = None
+    """Label in tables (default: the name); tells two entries of one task apart."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Task options (like --task-opt), e.g. {source: offline, n_heldout: 50}."""
     budget: Duration | None = None
@@ -283,6 +285,8 @@ class CellSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     task: str
     """Task name."""
+    task_label: str
+    """The task entry's label in tables."""
     task_options: dict[str, Any]
     """Task options (the study adds its seeds in the cell's process)."""
     agent: str
@@ -325,7 +329,7 @@ class CellSpec(BaseModel):
 
 def cell_id(spec: CellSpec) -> str:
     identity = spec.model_dump(mode="json", exclude={"resources", "agent_label",
-                                                     "driver_label"})
+                                                     "driver_label", "task_label"})
     return stable_hash(identity)[:12]
 
 
@@ -347,7 +351,8 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
                     for mode in matrix.modes:
                         for repeat in range(matrix.repeats):
                             cells.append(CellSpec(
-                                task=task.name, task_options=task.options, agent=agent.agent,
+                                task=task.name, task_label=task.label or task.name,
+                                task_options=task.options, agent=agent.agent,
                                 agent_label=agent.label, agent_options=agent.options,
                                 driver=driver.driver, driver_base_url=driver.base_url,
                                 driver_label=driver.label, mode=mode, model=model.name,

@@ -29,7 +29,7 @@ def _model_label(model: str) -> str:
 def status_table(cells: list[CellState]) -> Table:
     table = Table("cell", "task", "model", "agent", "driver", "mode", "rep", "state",
                   "tries", "baseline", "best", "Δ", "agent end / failure")
-    for c in sorted(cells, key=lambda c: (c.spec.task, c.spec.model, c.spec.agent_label,
+    for c in sorted(cells, key=lambda c: (c.spec.task_label, c.spec.model, c.spec.agent_label,
                                           c.spec.driver_label, c.spec.mode, c.spec.repeat)):
         r = c.result
         if c.status == "failed":
@@ -40,7 +40,7 @@ def status_table(cells: list[CellState]) -> Table:
         else:
             note = next((a.reason or "" for a in reversed(c.attempts) if a.reason), "")
         # Everything but the state comes from files a cell's process wrote: never markup.
-        table.add_row(safe(c.id), safe(c.spec.task), safe(_model_label(c.spec.model)),
+        table.add_row(safe(c.id), safe(c.spec.task_label), safe(_model_label(c.spec.model)),
                       safe(c.spec.agent_label), safe(c.spec.driver_label), safe(c.spec.mode),
                       str(c.spec.repeat), f"[{_STYLE[c.status]}]{c.status}[/]",
                       str(len(c.attempts)), _score(r.baseline if r else None),

@@ -239,8 +239,8 @@ def _start_some(backend: Any, queue: list[_Work], in_flight: dict[Any, tuple[_Wo
                                                started_at=utcnow(),
                                                backend_job=backend.job_id(handle)))
             save_cell(sweep_dir, work.state)
-        label = f"{work.spec.task}/{work.spec.model}" if work.kind == "baseline" else \
-            f"{work.spec.task}/{work.spec.agent_label}/{work.spec.driver_label}/" \
+        label = f"{work.spec.task_label}/{work.spec.model}" if work.kind == "baseline" else \
+            f"{work.spec.task_label}/{work.spec.agent_label}/{work.spec.driver_label}/" \
             f"{work.spec.mode}/{work.spec.model} #{work.spec.repeat}"
         console.print(f"[cyan]→[/] {work.kind} {safe(work.key)} {safe(label)} "
                       f"(attempt {job.attempt})")
