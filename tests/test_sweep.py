@@ -164,6 +164,19 @@ def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
         expand(parse_matrix(dup), "s")
 
 
+def test_the_example_matrices_are_valid() -> None:
+    from a2rl.sweep import load_matrix
+
+    folder = Path(__file__).parent.parent / "examples" / "sweeps"
+    counts = {}
+    for path in sorted(folder.glob("*.yaml")):
+        matrix = load_matrix(path)
+        counts[path.stem] = len(expand(matrix, matrix.study or "s"))
+    # local: 2 tasks × 2 agents × 2 repeats; ray: 3 tasks × (2 agents × 2 drivers + 1) ×
+    # 3 modes × 3 repeats; slurm: 2 tasks × 2 agents × 3 repeats
+    assert counts == {"local": 8, "ray": 135, "slurm": 12}
+
+
 # --- studies --------------------------------------------------------------------------------
 
 
