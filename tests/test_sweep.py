@@ -45,7 +45,7 @@ except FileExistsError:
 pid = os.getppid()
 while pid > 1:
     cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-    if b"a2rl.sweep._cell" in cmd:
+    if b"a2rl.sweep._child" in cmd:
         os.kill(pid, signal.SIGKILL)
         break
     pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])

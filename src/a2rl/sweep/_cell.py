@@ -1,7 +1,7 @@
 """What a backend runs for one cell (or one shared baseline): `a2rl run` in a child process.
 
 `execute_job` is the function handed to the backend (a thread of the local pool, a Ray task, a
-Slurm job through submitit). It starts `python -m a2rl.sweep._cell JOB.json` on the machine it
+Slurm job through submitit). It starts `python -m a2rl.sweep._child JOB.json` on the machine it
 runs on, waits, and classifies the end from the run's own record: a run that closed normally is
 finished whatever the agent did (its crash or silence is a result); a child killed by a
 signal, a record left open, or a failed harness is a harness failure the driver retries. A
@@ -95,7 +95,7 @@ def execute_job(job: Job) -> JobResult:
         env["CUDA_VISIBLE_DEVICES"] = job.cuda_visible_devices
     host = socket.gethostname()
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "a2rl.sweep._cell", str(job_file)],
+        proc = subprocess.Popen([sys.executable, "-m", "a2rl.sweep._child", str(job_file)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env)
         try:
@@ -215,13 +215,19 @@ def _score_baseline(job: Job) -> None:
 def _run_cell(job: Job) -> int:
     from rich.console import Console
 
+    from a2rl._paths import cache_dir
     from a2rl.runner import run
 
     config = _joined(job)
-    local, key = _baseline_file(config)
-    shared = Path(job.sweep_dir) / "baselines" / f"{key}.json"
-    if shared.exists() and not local.exists():  # the group's baseline, scored once
-        shutil.copyfile(shared, local)
+    # The group's baseline, scored once: put it into this machine's cache under the key the
+    # baseline job computed (the same here: the study's key, the model's content).
+    shared = Path(job.sweep_dir) / "baselines"
+    marker = shared / f"{job.spec.baseline_group()}.json"
+    if marker.exists():
+        key = json.loads(marker.read_text())["key"]
+        local = cache_dir("baselines") / f"{key}.json"
+        if not local.exists():
+            shutil.copyfile(shared / f"{key}.json", local)
     record = run(config, console=Console(), run_id=job.run_id)
     if job.log is not None:
         from a2rl.sweep._tracking import log_run
@@ -248,6 +254,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-
-if __name__ == "__main__":
-    sys.exit(main())
