@@ -26,6 +26,17 @@ from a2rl.sweep import (
 )
 from a2rl.sweep._state import CellResult, save_cell
 
+
+@pytest.fixture(autouse=True)
+def _no_study_key_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """join_study points this process at a study's key: undone after each test, so later tests
+    in this worker use their own installation key."""
+    from a2rl.grader._secret import KEY_FILE_ENV
+
+    monkeypatch.setenv(KEY_FILE_ENV, "unset")  # records the original, restored at teardown
+    monkeypatch.delenv(KEY_FILE_ENV)
+
+
 # --- the small matrix of the end-to-end tests -----------------------------------------------
 
 # A scripted agent: submits the base model unchanged (scored as the baseline, no evaluation).
@@ -253,6 +264,31 @@ def test_study_conflicts_and_tasks_without_a_seed(tmp_path: Path) -> None:
     assert joined.task_params["arith.n_heldout"] == 5
 
 
+def test_run_study_joins_a_study_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.runner
+
+    study, _ = create_study("by-hand", {"arith": {"n_heldout": 9}})
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(config: Any, **kw: Any) -> None:
+        seen.append(config)
+        raise Stop
+
+    monkeypatch.setattr(a2rl.runner, "run", fake_run)
+    result = CliRunner().invoke(app, ["run", "--task", "arith", "--study", "by-hand",
+                                      "--no-sandbox", "--budget", "60"])
+    assert isinstance(result.exception, Stop), result.output
+    config = seen[0]
+    assert config.study.name == "by-hand" and config.study.id == study.id
+    assert config.task_params == {"n_heldout": 9,
+                                  "heldout_seed": study.seed("arith", "heldout_seed")}
+    result = CliRunner().invoke(app, ["run", "--study", "missing", "--budget", "60"])
+    assert isinstance(result.exception, A2RLError) and "no study named" in str(result.exception)
+
+
 def test_a_sweep_dir_inside_a_mounted_root_is_refused(tmp_path: Path) -> None:
     import sys
 
@@ -275,6 +311,104 @@ def test_a_bad_cell_fails_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(A2RLError, match="arith"):
         run_sweep(parse_matrix(data), tmp_path / "sw2")
     assert not list((tmp_path / "sw2").glob("cells/*"))
+
+
+class _Handle:
+    def __init__(self, job: Any) -> None:
+        self.job = job
+
+
+class _ScriptedBackend:
+    """A backend whose jobs end at once as `script(job)` says (no process is started)."""
+
+    name = "scripted"
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.submitted: list[Any] = []
+
+    def can_start(self, job: Any) -> bool:
+        return True
+
+    def submit(self, job: Any) -> Any:
+        self.submitted.append(job)
+        return _Handle(job)
+
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        return handles[:1]
+
+    def result(self, handle: Any) -> Any:
+        return self.script(handle.job)
+
+    def job_id(self, handle: Any) -> str:
+        return f"job-{len(self.submitted)}"
+
+    def close(self) -> None:
+        pass
+
+
+def test_lost_jobs_are_retried_then_recorded_as_harness_failures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult, run_dir_of
+
+    def script(job: Any) -> Any:
+        if job.kind == "baseline":
+            (Path(job.sweep_dir) / "baselines").mkdir(exist_ok=True)
+            (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").write_text('{"key": "k"}')
+            return JobResult(outcome="finished", host="h")
+        if job.spec.agent_label == "reference":  # its machine keeps dying
+            raise RuntimeError("node died")
+        if job.attempt == 1:
+            return JobResult(outcome="harness_failed", host="h", exit_code=-9,
+                             reason="the cell's process was killed (SIGKILL)")
+        _fake_run(run_dir_of(job))
+        return JobResult(outcome="finished", host="h", exit_code=0)
+
+    backend = _ScriptedBackend(script)
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend", lambda *a: backend)
+    data = small_matrix(tmp_path, "local", tasks=[small_matrix(tmp_path, "x")["tasks"][0]],
+                        repeats=1, max_attempts=3)
+    summary = run_sweep(parse_matrix(data), tmp_path / "sw")
+    assert (summary.finished, summary.failed, summary.retried, summary.baselines) == (1, 1, 3, 1)
+    cells = {c.spec.agent_label: c for c in load_cells(tmp_path / "sw")}
+    ref, scripted = cells["reference"], cells["scripted"]
+    assert ref.status == "failed" and len(ref.attempts) == 3
+    assert ref.error and ref.error.startswith("harness failure after 3 attempt(s)")
+    assert "node died" in ref.error and all(a.outcome == "harness_failed" for a in ref.attempts)
+    assert scripted.status == "finished" and [a.outcome for a in scripted.attempts] == [
+        "harness_failed", "finished"]
+    assert scripted.result is not None and scripted.result.best == 40.0
+    # one cell at a time (local default): reference, scripted, reference, scripted, reference
+    assert [a.backend_job for a in scripted.attempts] == ["job-3", "job-5"]
+    # a rerun leaves the failed cell alone; --retry-failed gives it new attempts
+    backend.submitted.clear()
+    assert run_sweep(parse_matrix(data), tmp_path / "sw").skipped == 2
+    assert backend.submitted == []
+    again = run_sweep(parse_matrix(data), tmp_path / "sw", retry_failed=True)
+    assert again.failed == 1 and len(backend.submitted) == 3
+    cells = {c.spec.agent_label: c for c in load_cells(tmp_path / "sw")}
+    assert len(cells["reference"].attempts) == 6 and cells["reference"].status == "failed"
+
+
+def test_a_baseline_that_cannot_be_scored_fails_its_cells(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult
+
+    backend = _ScriptedBackend(lambda job: JobResult(
+        outcome="harness_failed", host="h", reason="the base model could not be evaluated"))
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend", lambda *a: backend)
+    data = small_matrix(tmp_path, "local", repeats=1)
+    summary = run_sweep(parse_matrix(data), tmp_path / "sw")
+    assert summary.failed == 4 and {j.kind for j in backend.submitted} == {"baseline"}
+    assert len(backend.submitted) == 2 * data["max_attempts"]  # two groups, every attempt
+    for cell in load_cells(tmp_path / "sw"):
+        assert cell.status == "failed" and cell.attempts == []
+        assert cell.error == ("its baseline could not be scored: the base model could not be "
+                              "evaluated")
 
 
 # --- status, CLI ----------------------------------------------------------------------------
