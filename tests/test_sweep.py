@@ -392,6 +392,38 @@ def test_lost_jobs_are_retried_then_recorded_as_harness_failures(
     assert len(cells["reference"].attempts) == 6 and cells["reference"].status == "failed"
 
 
+def test_a_cell_left_running_by_a_dead_driver_is_retried(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl._util import utcnow
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult, run_dir_of
+    from a2rl.sweep._state import Attempt
+
+    def script(job: Any) -> Any:
+        if job.kind == "cell":
+            _fake_run(run_dir_of(job))
+        else:
+            (Path(job.sweep_dir) / "baselines").mkdir(exist_ok=True)
+            (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").write_text("{}")
+        return JobResult(outcome="finished", host="h")
+
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend",
+                        lambda *a: _ScriptedBackend(script))
+    data = small_matrix(tmp_path, "local", tasks=[small_matrix(tmp_path, "x")["tasks"][0]],
+                        repeats=1, reference=False)
+    matrix = parse_matrix(data)
+    sweep_dir = tmp_path / "sw"
+    (spec,) = expand(matrix, "t-local")
+    save_cell(sweep_dir, CellState(id=spec.id, spec=spec, status="running", attempts=[
+        Attempt(number=1, run_id="scripted-x-a1", started_at=utcnow())]))
+    assert run_sweep(matrix, sweep_dir).finished == 1
+    (cell,) = load_cells(sweep_dir)
+    assert cell.status == "finished"
+    assert [(a.outcome, a.reason) for a in cell.attempts] == [
+        ("harness_failed", "the sweep stopped while it ran"), ("finished", None)]
+
+
 def test_a_baseline_that_cannot_be_scored_fails_its_cells(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import a2rl.sweep._backends

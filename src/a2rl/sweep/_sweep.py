@@ -8,6 +8,8 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,7 +341,7 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
                     if attempt.outcome is None:
                         attempt.outcome, attempt.ended_at = "harness_failed", utcnow()
                         attempt.reason = "the sweep stopped while it ran"
-                _repair_stale(sweep_dir, state)
+                _close_stale(sweep_dir, state, matrix)
             budget = matrix.max_attempts + (len(state.attempts) if state.status == "failed"
                                             else 0)
             state.status, state.error = "pending", None
@@ -388,14 +390,21 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def _repair_stale(sweep_dir: Path, state: CellState) -> None:
-    """Close the open record of an attempt whose driver died, when it ran on this machine
-    (repair kills the run's leftover processes: only meaningful here)."""
-    from a2rl.runner._lifecycle import repair_run
-
+def _close_stale(sweep_dir: Path, state: CellState, matrix: Matrix) -> None:
+    """An attempt whose driver died before it ended. Local: close its open record (repair
+    kills the run's leftover processes, which only makes sense on the machine that ran it).
+    Slurm: cancel its job (still queued or running, it would duplicate the retry; SIGTERM
+    closes its record). Ray: the old driver's tasks ended with it."""
     for attempt in state.attempts:
+        if attempt.ended_at is None or attempt.reason != "the sweep stopped while it ran":
+            continue
         path = sweep_dir / "runs" / state.spec.task / attempt.run_id
-        if (path / "run.json").exists() and attempt.host in (None, os.uname().nodename):
+        if matrix.backend == "local" and (path / "run.json").exists():
+            from a2rl.runner._lifecycle import repair_run
+
             with contextlib.suppress(Exception):
                 repair_run(path)
-
+        elif matrix.backend == "slurm" and attempt.backend_job and matrix.slurm.cluster == \
+                "slurm" and (scancel := shutil.which("scancel")):
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run([scancel, attempt.backend_job], capture_output=True, timeout=60)
