@@ -287,6 +287,9 @@ def test_run_study_joins_a_study_by_name(monkeypatch: pytest.MonkeyPatch) -> Non
                                   "heldout_seed": study.seed("arith", "heldout_seed")}
     result = CliRunner().invoke(app, ["run", "--study", "missing", "--budget", "60"])
     assert isinstance(result.exception, A2RLError) and "no study named" in str(result.exception)
+    result = CliRunner().invoke(app, ["run", "--log-to", "tensorboard", "--budget", "60"])
+    assert isinstance(result.exception, A2RLError) and "wandb or mlflow" in (
+        result.exception.fix or "")
 
 
 def test_a_sweep_dir_inside_a_mounted_root_is_refused(tmp_path: Path) -> None:

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_sweep import ARITH, check_finished_sweep, killer_agent, small_matrix
 
 from a2rl.sweep import find_study, parse_matrix, run_sweep
+
+pytestmark = pytest.mark.slow  # minutes on a loaded CPU: real runs, one per cell
 
 
 def test_local_sweep_retries_a_killed_cell_keeps_seeds_secret_and_resumes(

@@ -15,6 +15,9 @@ from a2rl.sweep import parse_matrix, run_sweep
 pytest.importorskip("ray")
 
 
+pytestmark = pytest.mark.slow  # minutes on a loaded CPU: real runs, one per cell
+
+
 def test_ray_sweep_runs_the_matrix(tmp_path: Path, tiny_model: Path) -> None:
     import ray
 

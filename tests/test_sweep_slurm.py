@@ -13,6 +13,9 @@ from a2rl.sweep import parse_matrix, run_sweep
 pytest.importorskip("submitit")
 
 
+pytestmark = pytest.mark.slow  # minutes on a loaded CPU: real runs, one per cell
+
+
 def test_submitit_sweep_runs_the_matrix(tmp_path: Path, tiny_model: Path) -> None:
     matrix = parse_matrix(small_matrix(tiny_model, "slurm", max_parallel=2,
                                        slurm={"cluster": "local", "time": "20m"}))

@@ -97,8 +97,14 @@ def run(
                                               "$A2RL_HOME/studies, or its file): its held-out "
                                               "seeds and grader key, as on every machine.")
                      ] = None,
+    log_to: Annotated[str | None, typer.Option(help="Also log the run to wandb or mlflow "
+                                               "(when installed).")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
+    if log_to not in (None, "wandb", "mlflow"):
+        from a2rl._errors import A2RLError
+
+        raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
             agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
             no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
@@ -106,7 +112,7 @@ def run(
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
             allow_host=allow_host or [],
             grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                     min_interval), study=study)
+                                     min_interval), study=study, log_to=log_to)
 
 
 def _grading_options(final: str, test_fraction: float, keep_artifacts: str,
@@ -139,7 +145,8 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             driver: str | None = None, driver_base_url: str | None = None,
             network: str = "allowlist", sandbox: str = "bwrap",
             allow_host: list[str] | None = None,
-            grading: dict[str, object] | None = None, study: str | None = None) -> object:
+            grading: dict[str, object] | None = None, study: str | None = None,
+            log_to: str | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -189,6 +196,13 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
     for record in records:
         console.rule(f"result: {record.config.task}")
         show_run(record, console, Path(config.runs_dir) / record.config.task / record.run_id)
+        if log_to:
+            from a2rl.sweep._matrix import LogOptions
+            from a2rl.sweep._tracking import log_run
+
+            tracked = log_run(Path(config.runs_dir) / record.config.task / record.run_id,
+                              LogOptions(to=log_to))  # type: ignore[arg-type]
+            console.print(f"logged to {log_to}: {tracked}", markup=False)
     return records[0]
 
 
