@@ -5,6 +5,7 @@ top build the small matrix the backend tests (test_sweep_local/ray/slurm.py) run
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 from pathlib import Path
@@ -94,7 +95,7 @@ def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY,
         "resources": {"cpus": 1},
     }
     data.update(extra)
-    return data
+    return copy.deepcopy(data)  # callers edit it; the module's entries stay as they are
 
 
 def check_finished_sweep(sweep_dir: Path, n_cells: int = 8, n_tasks: int = 2
