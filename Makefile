@@ -13,7 +13,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev,judge,alfworld,test]"
+	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep]"
 	bash scripts/ensure-system-deps.sh
 	touch $@
 

@@ -123,8 +123,18 @@ def run(
         help="Host folder the agent needs (its scripts, prompts), mounted read-only in the "
              "sandbox; repeatable. The folder of a script named in cmd:'…' is mounted "
              "automatically.")] = None,
+    study: Annotated[str | None, typer.Option(help="Join a study (name under "
+                                              "$A2RL_HOME/studies, or its file): its held-out "
+                                              "seeds and grader key, as on every machine.")
+                     ] = None,
+    log_to: Annotated[str | None, typer.Option(help="Also log the run to wandb or mlflow "
+                                               "(when installed).")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
+    if log_to not in (None, "wandb", "mlflow"):
+        from a2rl._errors import A2RLError
+
+        raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
     _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
             agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
             no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
@@ -133,7 +143,8 @@ def run(
             allow_host=allow_host or [],
             grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
                                      min_interval) | _scaffold_option(scaffold, scaffold_opt),
-            agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []])
+            agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
+            study=study, log_to=log_to)
 
 
 def _scaffold_option(components: str | None, options: list[str] | None) -> dict[str, object]:
@@ -195,7 +206,8 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             network: str = "allowlist", sandbox: str = "bwrap",
             allow_host: list[str] | None = None,
             grading: dict[str, object] | None = None,
-            agent_dirs: list[str] | None = None) -> object:
+            agent_dirs: list[str] | None = None, study: str | None = None,
+            log_to: str | None = None) -> object:
     from rich.console import Console
 
     from a2rl._errors import A2RLError
@@ -232,6 +244,10 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        driver=driver, driver_base_url=driver_base_url,
                        agent_dirs=list(agent_dirs or []),
                        **net, **(grading or {}))  # type: ignore[arg-type]
+    if study:
+        from a2rl.sweep import find_study, join_study
+
+        config = join_study(config, find_study(study)[0])
     console = Console()
     if tasks:
         from a2rl.runner import run_multi
@@ -242,7 +258,59 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
     for record in records:
         console.rule(f"result: {record.config.task}")
         show_run(record, console, Path(config.runs_dir) / record.config.task / record.run_id)
+        if log_to:
+            from a2rl.sweep._matrix import LogOptions
+            from a2rl.sweep._tracking import log_run
+
+            tracked = log_run(Path(config.runs_dir) / record.config.task / record.run_id,
+                              LogOptions(to=log_to))  # type: ignore[arg-type]
+            console.print(f"logged to {log_to}: {tracked}", markup=False)
     return records[0]
+
+
+@app.command()
+def sweep(
+    target: Annotated[list[str], typer.Argument(
+        help="MATRIX.yaml to run or resume, or `status DIR` to show a sweep's cells.")],
+    dir: Annotated[Path | None, typer.Option("--dir", help="Sweep directory (default "
+                                             "sweeps/<name>); runs go to DIR/runs.")] = None,
+    backend: Annotated[str | None, typer.Option(help="local, ray or slurm (overrides the "
+                                                "matrix's).")] = None,
+    max_parallel: Annotated[int | None, typer.Option(help="Cells in flight at once.")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="Give failed cells new attempts.")] = False,
+    log_to: Annotated[str | None, typer.Option(help="Log each run to wandb or mlflow.")] = None,
+) -> None:
+    """Run a matrix of cells (tasks × agents × drivers × modes × models × repeats) on a local
+    pool, Ray or Slurm; `a2rl sweep status DIR` shows each cell's state. Rerunning resumes."""
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl.sweep import load_matrix, run_sweep, show_status
+
+    if target[0] == "status":
+        if len(target) != 2:
+            raise A2RLError("`a2rl sweep status` takes one sweep directory",
+                            "a2rl sweep status sweeps/NAME")
+        show_status(Path(target[1]), Console())
+        return
+    if len(target) != 1:
+        raise A2RLError(f"a2rl sweep takes one matrix file (got {len(target)} arguments)",
+                        "a2rl sweep examples/sweeps/local.yaml")
+    matrix = load_matrix(Path(target[0]))
+    if backend is not None:
+        if backend not in ("local", "ray", "slurm"):
+            raise A2RLError(f"unknown --backend {backend!r}", "use local, ray or slurm")
+        matrix.backend = backend  # type: ignore[assignment]
+    if log_to is not None:
+        from a2rl.sweep._matrix import LogOptions
+
+        if log_to not in ("wandb", "mlflow"):
+            raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
+        matrix.log = LogOptions(to=log_to)  # type: ignore[arg-type]
+    summary = run_sweep(matrix, dir or Path("sweeps") / (matrix.name or "sweep"),
+                        max_parallel=max_parallel, retry_failed=retry_failed)
+    if summary.failed:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
 from a2rl._paths import cache_dir
@@ -21,10 +22,24 @@ from a2rl._util import stable_hash
 
 _KEY_FILE = "grader-key"
 REDACTED_PREFIX = "hmac:"
+KEY_FILE_ENV = "A2RL_GRADER_KEY_FILE"
+"""A file holding the key to use instead (a study's shared key, set by `a2rl.sweep`): every
+machine of the study then draws the same hidden split and writes the same fingerprints. The
+variable reaches the grader's own children (evaluations), never an agent (its environment is
+built from an allow-list)."""
 
 
 def grader_key() -> bytes:
-    """This installation's 256-bit grader key (created on first use, mode 0600)."""
+    """This installation's 256-bit grader key (created on first use, mode 0600), or the
+    study's key named by $A2RL_GRADER_KEY_FILE."""
+    if override := os.environ.get(KEY_FILE_ENV):
+        from a2rl._errors import A2RLError
+
+        try:
+            return bytes.fromhex(Path(override).read_text().strip())
+        except (OSError, ValueError) as exc:
+            raise A2RLError(f"${KEY_FILE_ENV} names an unreadable grader key ({exc})",
+                            "unset it, or rejoin the study (a2rl run --study NAME)") from exc
     path = cache_dir("secrets") / _KEY_FILE
     try:
         text = path.read_text().strip()

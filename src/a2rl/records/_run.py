@@ -46,6 +46,20 @@ class ImportInfo(BaseModel):
     disallowed-model judgements), verbatim and truncated; a2rl's own audit runs separately."""
 
 
+class StudyRef(BaseModel):
+    """The study a run joined (`a2rl run --study`, every cell of `a2rl sweep`): its held-out
+    seeds and test-item options are the same on every machine. Never the seed itself."""
+
+    name: str
+    """The study's name (its file is `$A2RL_HOME/studies/<name>.json` or the sweep's)."""
+    id: str
+    """Random public id of the study (two studies of the same name differ in it)."""
+    seeded: list[str] = Field(default_factory=list)
+    """`task.option` names whose value came from the study's secret (held-out seeds)."""
+    fixed_options: dict[str, Any] = Field(default_factory=dict)
+    """Public task options the study fixes (`task.option` -> value)."""
+
+
 class RunConfig(BaseModel):
     """What the user asked for (`a2rl run` options)."""
 
@@ -109,6 +123,8 @@ class RunConfig(BaseModel):
     autonomous protocol)."""
     agent_dirs: list[str] = Field(default_factory=list)
     """--agent-dir: host folders mounted read-only into the sandbox (absolute paths)."""
+    study: StudyRef | None = None
+    """--study / a sweep cell: the study whose held-out seeds and grader key the run used."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:

@@ -1,0 +1,256 @@
+"""What a backend runs for one cell (or one shared baseline): `a2rl run` in a child process.
+
+`execute_job` is the function handed to the backend (a thread of the local pool, a Ray task, a
+Slurm job through submitit). It starts `python -m a2rl.sweep._child JOB.json` on the machine it
+runs on, waits, and classifies the end from the run's own record: a run that closed normally is
+finished whatever the agent did (its crash or silence is a result); a child killed by a
+signal, a record left open, or a failed harness is a harness failure the driver retries. A
+child process keeps the worker alive when the harness is killed (that is what a dead machine
+looks like to the cell), and gives each cell a fresh interpreter (its own grader key, signal
+handlers and CUDA state).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from a2rl._util import atomic_write_text
+from a2rl.sweep._matrix import CellSpec, LogOptions
+
+if TYPE_CHECKING:
+    from a2rl.runner import RunConfig
+
+JobKind = Literal["cell", "baseline"]
+
+
+class Job(BaseModel):
+    """One unit of work for a backend."""
+
+    kind: JobKind
+    """cell: a run; baseline: score the base model once for a group of cells."""
+    sweep_dir: str
+    """The sweep directory (the same path on every machine: a shared file system)."""
+    key: str
+    """Cell id, or baseline group id."""
+    attempt: int
+    """1-based attempt number."""
+    run_id: str
+    """Run id (cells) or the attempt's label (baselines)."""
+    spec: CellSpec
+    """The cell (a baseline job: any cell of its group)."""
+    log: LogOptions | None = None
+    """Log the finished run to a tracker."""
+    cuda_visible_devices: str | None = None
+    """Local backend: the GPUs handed to this cell."""
+
+
+class JobResult(BaseModel):
+    """What the worker reports back."""
+
+    outcome: Literal["finished", "harness_failed"]
+    """finished, or harness_failed (the driver retries it)."""
+    reason: str | None = None
+    """Why the harness failed."""
+    exit_code: int | None = None
+    """The child's exit code (negative: the signal that killed it)."""
+    host: str
+    """Where it ran."""
+
+
+def _log_path(job: Job) -> Path:
+    sub = "cells" if job.kind == "cell" else "baselines"
+    return Path(job.sweep_dir) / sub / job.key / f"attempt-{job.attempt}.log"
+
+
+def run_dir_of(job: Job) -> Path:
+    return Path(job.sweep_dir) / "runs" / job.spec.task / job.run_id
+
+
+def _tail(path: Path, n: int = 6) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in lines[-n:])[-600:]
+
+
+def execute_job(job: Job) -> JobResult:
+    """Run the job's child process here and classify its end (never raises for a failed run)."""
+    log = _log_path(job)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    job_file = log.with_suffix(".job.json")
+    atomic_write_text(job_file, job.model_dump_json())
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")
+    if job.cuda_visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = job.cuda_visible_devices
+    host = socket.gethostname()
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "a2rl.sweep._child", str(job_file)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=env)
+        try:
+            code = proc.wait()
+        except BaseException:  # the worker itself is stopped: stop the run the same way
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=60)
+            raise
+    if job.kind == "baseline":
+        done = (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").exists()
+        if code == 0 and done:
+            return JobResult(outcome="finished", exit_code=code, host=host)
+        return JobResult(outcome="harness_failed", exit_code=code, host=host,
+                         reason=_reason(code, None, log))
+    run_dir = run_dir_of(job)
+    status, error = _record_status(run_dir)
+    if code == 0 and status == "finished":
+        return JobResult(outcome="finished", exit_code=code, host=host)
+    if status not in ("finished", "failed"):
+        # The harness died without closing its record (SIGKILL, out of memory): close it
+        # from the ledger here, on the machine that ran it, so it reads as harness_died.
+        with contextlib.suppress(Exception):
+            from a2rl.runner._lifecycle import repair_run
+
+            repair_run(run_dir)
+    return JobResult(outcome="harness_failed", exit_code=code, host=host,
+                     reason=_reason(code, error, log))
+
+
+def _record_status(run_dir: Path) -> tuple[str | None, str | None]:
+    try:
+        data = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    return data.get("status"), data.get("error")
+
+
+def _reason(code: int, error: str | None, log: Path) -> str:
+    if code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the cell's process was killed ({name})"
+    if error:
+        return error
+    tail = _tail(log)
+    return f"the cell's process exited with code {code}" + (f": {tail}" if tail else "")
+
+
+# --- the child process ---------------------------------------------------------------------
+
+def _config(spec: CellSpec, sweep_dir: Path) -> RunConfig:
+    from a2rl.runner import RunConfig
+
+    r = spec.run
+    net: dict[str, Any] = {} if r.network is None else {"network": r.network}
+    return RunConfig(task=spec.task, task_params=dict(spec.task_options), agent=spec.agent,
+                     agent_options=dict(spec.agent_options), model=spec.model, mode=spec.mode,
+                     budget_s=spec.budget_s, sandbox=r.sandbox, eval_timeout_s=r.eval_timeout,
+                     grace_s=r.grace, port=0, runs_dir=str(sweep_dir / "runs"),
+                     exec_trace=r.exec_trace, driver=spec.driver,
+                     driver_base_url=spec.driver_base_url, allow_hosts=list(r.allow_hosts),
+                     final=r.final, test_fraction=r.test_fraction,
+                     keep_artifacts=r.keep_artifacts, max_submissions=r.max_submissions,
+                     min_interval_s=r.min_interval, **net)
+
+
+def _joined(job: Job) -> RunConfig:
+    from a2rl.sweep._study import join_study, read_study
+
+    sweep_dir = Path(job.sweep_dir)
+    config = _config(job.spec, sweep_dir)
+    return join_study(config, read_study(sweep_dir / "study.json"))
+
+
+def _baseline_file(config: RunConfig) -> tuple[Path, str]:
+    """This machine's baseline cache file for the run, and its key."""
+    from a2rl._paths import cache_dir
+    from a2rl.grader._baseline import baseline_cache_key
+    from a2rl.models import resolve_model
+    from a2rl.tasks import get_task
+
+    task = get_task(config.task, config.task_params)
+    key = baseline_cache_key(task, resolve_model(config.model), config.final,
+                             config.test_fraction)
+    return cache_dir("baselines") / f"{key}.json", key
+
+
+def _score_baseline(job: Job) -> None:
+    from rich.console import Console
+
+    from a2rl.grader import score_baseline
+    from a2rl.models import resolve_model
+    from a2rl.tasks import get_task
+
+    config = _joined(job)
+    shared = Path(job.sweep_dir) / "baselines"
+    task = get_task(config.task, config.task_params)
+    base = resolve_model(config.model)
+    record = score_baseline(task, base, shared / job.key / f"eval-{job.attempt}",
+                            timeout_s=config.eval_timeout_s, final=config.final,
+                            test_fraction=config.test_fraction)
+    local, key = _baseline_file(config)
+    shutil.copyfile(local, shared / f"{key}.json")
+    # The group's marker last: its presence means the shared cache entry is complete.
+    atomic_write_text(shared / f"{job.key}.json", json.dumps(
+        {"key": key, "task": config.task, "model": config.model, "score": record.score,
+         "n_items": record.n_items, "cached": record.cached}, indent=1))
+    Console().print(f"baseline {config.task} / {config.model}: {record.score:.2f} on "
+                    f"{record.n_items} items" + (" (cached)" if record.cached else ""))
+
+
+def _run_cell(job: Job) -> int:
+    from rich.console import Console
+
+    from a2rl._paths import cache_dir
+    from a2rl.runner import run
+
+    config = _joined(job)
+    # The group's baseline, scored once: put it into this machine's cache under the key the
+    # baseline job computed (the same here: the study's key, the model's content).
+    shared = Path(job.sweep_dir) / "baselines"
+    marker = shared / f"{job.spec.baseline_group()}.json"
+    if marker.exists():
+        key = json.loads(marker.read_text())["key"]
+        local = cache_dir("baselines") / f"{key}.json"
+        if not local.exists():
+            shutil.copyfile(shared / f"{key}.json", local)
+    record = run(config, console=Console(), run_id=job.run_id)
+    if job.log is not None:
+        from a2rl.sweep._tracking import log_run
+
+        try:
+            log_run(run_dir_of(job), job.log)
+        except Exception as exc:  # a tracker problem never fails the run
+            Console().print(f"logging to {job.log.to} failed: {type(exc).__name__}: {exc}",
+                            markup=False)
+    return 0 if record.status == "finished" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    from a2rl._errors import A2RLError
+
+    args = sys.argv[1:] if argv is None else argv
+    job = Job.model_validate_json(Path(args[0]).read_text())
+    try:
+        if job.kind == "baseline":
+            _score_baseline(job)
+            return 0
+        return _run_cell(job)
+    except A2RLError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+

@@ -1,0 +1,440 @@
+"""The sweep matrix (YAML): tasks × agents × drivers × modes × models × repeats, and its cells.
+
+Every cell is one `a2rl run`. A cell's id is a hash of what makes its result (task and options,
+agent and options, driver, mode, model, budget, grading options, study) plus its repeat index,
+so editing resources or the backend keeps the finished cells, and adding repeats adds cells.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from a2rl._errors import A2RLError
+from a2rl._util import parse_duration, stable_hash
+
+Backend = Literal["local", "ray", "slurm"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _duration(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return parse_duration(str(value))
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a duration (use e.g. 12h, 30m, 90s or seconds)"
+                         ) from exc
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+"""Seconds, written as 12h, 30m, 90s or a number."""
+
+
+class Resources(_Strict):
+    """What one cell needs from its machine."""
+
+    gpus: float = Field(default=0, ge=0)
+    """GPUs (Ray `num_gpus`, Slurm `--gpus-per-node`, local: devices handed out in turn)."""
+    cpus: float = Field(default=1, gt=0)
+    """CPU cores (Ray `num_cpus`, Slurm `--cpus-per-task`)."""
+    mem_gb: float | None = Field(default=None, gt=0)
+    """Memory (Ray `memory`, Slurm `--mem`); None: the backend's default."""
+
+
+class ResourcesPatch(_Strict):
+    """Per-task/model/agent overrides of the matrix's `resources`."""
+
+    gpus: float | None = Field(default=None, ge=0)
+    """GPUs for the cell."""
+    cpus: float | None = Field(default=None, gt=0)
+    """CPU cores for the cell."""
+    mem_gb: float | None = Field(default=None, gt=0)
+    """Memory in GB for the cell."""
+
+
+class TaskEntry(_Strict):
+    """One task of the matrix (a plain name is the same as `{name: …}`)."""
+
+    name: str
+    """Registered task name (a2rl tasks)."""
+    label: str | None = None
+    """Label in tables (default: the name); tells two entries of one task apart."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Task options (like --task-opt), e.g. {source: offline, n_heldout: 50}."""
+    budget: Duration | None = None
+    """This task's agent budget (overrides the matrix's)."""
+    resources: ResourcesPatch | None = None
+    """This task's needs (override the matrix's)."""
+
+
+
+class DriverEntry(_Strict):
+    """The LLM endpoint/model driving a CLI agent."""
+
+    name: str | None = None
+    """Label in tables (default: the driver)."""
+    driver: str | None = None
+    """--driver (None: the agent's own default)."""
+    base_url: str | None = None
+    """--driver-base-url: a compatible endpoint instead of the provider's."""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.driver or "default"
+
+
+class AgentEntry(_Strict):
+    """One agent (scaffold) of the matrix (a plain string is the same as `{agent: …}`)."""
+
+    name: str | None = None
+    """Label in tables (default: the agent)."""
+    agent: str
+    """Agent name (a2rl agents) or `cmd:<shell command>`."""
+    options: dict[str, str] = Field(default_factory=dict)
+    """Agent options (like --agent-opt)."""
+    drivers: list[DriverEntry] | None = None
+    """Drivers for this agent (instead of the matrix's; `[{}]` = its default only)."""
+    resources: ResourcesPatch | None = None
+    """This agent's needs (override the task's)."""
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _as_strings(cls, v: Any) -> Any:
+        return {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        return "cmd" if self.agent.startswith("cmd:") else self.agent
+
+
+class ModelEntry(_Strict):
+    """One base model (a plain string is the same as `{name: …}`)."""
+
+    name: str
+    """Embedded alias, local folder or hub id (like --model)."""
+    budget: Duration | None = None
+    """This model's agent budget (overrides the task's)."""
+    resources: ResourcesPatch | None = None
+    """This model's needs (override the task's)."""
+
+
+
+class RunOptions(_Strict):
+    """`a2rl run` options shared by every cell."""
+
+    sandbox: Literal["bwrap", "podman", "none"] = "bwrap"
+    """Sandbox backend (none = unsandboxed, flagged)."""
+    network: Literal["allowlist", "full", "none"] | None = None
+    """Sandbox network (None: allowlist, or full without a sandbox)."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """--allow-host entries."""
+    final: Literal["off", "hidden"] = "off"
+    """--final."""
+    test_fraction: float = Field(default=0.5, gt=0, lt=1)
+    """--test-fraction (final hidden)."""
+    eval_timeout: Duration = 3600.0
+    """Per-evaluation time limit."""
+    grace: float = Field(default=30.0, ge=0)
+    """Seconds between SIGTERM and SIGKILL at the budget's end."""
+    max_submissions: int | None = Field(default=None, ge=1)
+    """--max-submissions."""
+    min_interval: Duration | None = None
+    """--min-interval."""
+    keep_artifacts: Literal["all", "scored", "best"] = "scored"
+    """--keep-artifacts."""
+    exec_trace: bool = True
+    """Record the agent's programs (strace)."""
+
+
+
+class RayOptions(_Strict):
+    """Backend `ray`."""
+
+    address: str | None = None
+    """ray.init(address=…): `auto` or ray://host:10001 for a cluster; None: a local Ray."""
+    num_cpus: int | None = Field(default=None, ge=1)
+    """CPUs of a local Ray (None: all of this machine's)."""
+    num_gpus: int | None = Field(default=None, ge=0)
+    """GPUs of a local Ray (None: detected)."""
+    runtime_env: dict[str, Any] | None = None
+    """Ray runtime_env for the cell tasks (e.g. env_vars)."""
+
+
+class SlurmOptions(_Strict):
+    """Backend `slurm` (submitit, one job per cell)."""
+
+    partition: str | None = None
+    """--partition."""
+    account: str | None = None
+    """--account."""
+    qos: str | None = None
+    """--qos."""
+    constraint: str | None = None
+    """--constraint."""
+    time: Duration | None = None
+    """Job time limit (default: budget + 2 × eval timeout + 30 min)."""
+    additional: dict[str, Any] = Field(default_factory=dict)
+    """Other sbatch options (submitit's slurm_additional_parameters)."""
+    setup: list[str] = Field(default_factory=list)
+    """Shell lines run before each job (module load …, source venv/bin/activate)."""
+    cluster: Literal["slurm", "local"] = "slurm"
+    """`local`: the same jobs through submitit's local executor (tests, a single box)."""
+
+
+
+class LogOptions(_Strict):
+    """Per-run logging to an experiment tracker."""
+
+    to: Literal["wandb", "mlflow"]
+    """Which tracker."""
+    project: str = "a2rl"
+    """W&B project / MLflow experiment name."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI (None: MLflow's default ./mlruns)."""
+    mode: Literal["online", "offline"] | None = None
+    """W&B mode (offline: write locally, `wandb sync` later)."""
+
+
+class Matrix(_Strict):
+    """A sweep file (YAML). See examples/sweeps/."""
+
+    name: str | None = None
+    """Sweep name (default: the file's stem); the default directory is sweeps/<name>."""
+    study: str | None = None
+    """Study name: fixes the held-out seeds for every cell on every machine (default: the
+    sweep's name). Created on first use."""
+    study_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Task options fixed by the study when it is created (`task -> option -> value`)."""
+    backend: Backend = "local"
+    """Where cells run: local (a pool here), ray, slurm."""
+    max_parallel: int | None = Field(default=None, ge=1)
+    """Cells in flight at once (local default: 1; ray/slurm: all)."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Attempts per cell before it is recorded as a harness failure."""
+    repeats: int = Field(default=1, ge=1)
+    """Runs per cell (independent repeats)."""
+    tasks: list[TaskEntry] = Field(min_length=1)
+    """Tasks (names or {name, options, budget, resources})."""
+    agents: list[AgentEntry] = Field(min_length=1)
+    """Agents (names, cmd:…, or {name, agent, options, drivers, resources})."""
+    drivers: list[DriverEntry] = Field(default_factory=lambda: [DriverEntry()])
+    """Drivers for CLI agents (default: each agent's own)."""
+    modes: list[str] = Field(default_factory=lambda: ["free"])
+    """Operating modes (free, sft-only, rl-oriented)."""
+    models: list[ModelEntry] = Field(default_factory=lambda: [ModelEntry(name="smollm2-135m")])
+    """Base models."""
+    budget: Duration = 12 * 3600.0
+    """Agent budget per cell (12h, 30m, …)."""
+    resources: Resources = Field(default_factory=lambda: Resources())
+    """What each cell needs (tasks, models, agents may override)."""
+    run: RunOptions = Field(default_factory=lambda: RunOptions())
+    """`a2rl run` options for every cell."""
+    ray: RayOptions = Field(default_factory=lambda: RayOptions())
+    """Backend ray."""
+    slurm: SlurmOptions = Field(default_factory=lambda: SlurmOptions())
+    """Backend slurm."""
+    log: LogOptions | None = None
+    """Log each finished run to W&B or MLflow."""
+
+
+    @field_validator("tasks", "models", mode="before")
+    @classmethod
+    def _named(cls, v: Any) -> Any:
+        return [{"name": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) \
+            else v
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _agents(cls, v: Any) -> Any:
+        return [{"agent": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) \
+            else v
+
+    @field_validator("drivers", mode="before")
+    @classmethod
+    def _drivers(cls, v: Any) -> Any:
+        return [{} if x is None else {"driver": x} if isinstance(x, str) else x for x in v] \
+            if isinstance(v, list) else v
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        if "multi" in v:
+            raise ValueError("mode multi runs several tasks in one run; a sweep runs one task "
+                             "per cell (use free, sft-only or rl-oriented)")
+        return v
+
+
+class CellSpec(BaseModel):
+    """One cell: everything its `a2rl run` needs."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str
+    """Task name."""
+    task_label: str
+    """The task entry's label in tables."""
+    task_options: dict[str, Any]
+    """Task options (the study adds its seeds in the cell's process)."""
+    agent: str
+    """Agent name or cmd:…"""
+    agent_label: str
+    """The agent's label in tables."""
+    agent_options: dict[str, str]
+    """Agent options."""
+    driver: str | None
+    """--driver."""
+    driver_base_url: str | None
+    """--driver-base-url."""
+    driver_label: str
+    """The driver's label in tables."""
+    mode: str
+    """Operating mode."""
+    model: str
+    """Base model."""
+    budget_s: float
+    """Agent budget (seconds)."""
+    run: RunOptions
+    """Shared run options."""
+    study: str
+    """Study name."""
+    repeat: int
+    """Repeat index (0-based)."""
+    resources: Resources
+    """What the cell needs (not part of its id)."""
+
+    @property
+    def id(self) -> str:
+        return cell_id(self)
+
+    def baseline_group(self) -> str:
+        """Cells that share one baseline: same task, options, model, study and grading."""
+        return stable_hash({"task": self.task, "options": self.task_options,
+                            "model": self.model, "study": self.study, "final": self.run.final,
+                            "test_fraction": self.run.test_fraction})[:12]
+
+
+def cell_id(spec: CellSpec) -> str:
+    identity = spec.model_dump(mode="json", exclude={"resources", "agent_label",
+                                                     "driver_label", "task_label"})
+    return stable_hash(identity)[:12]
+
+
+def _patch(base: Resources, *patches: ResourcesPatch | None) -> Resources:
+    data = base.model_dump()
+    for p in patches:
+        if p is not None:
+            data.update({k: v for k, v in p.model_dump().items() if v is not None})
+    return Resources(**data)
+
+
+def expand(matrix: Matrix, study: str) -> list[CellSpec]:
+    """Every cell, in a stable order (task, model, agent, driver, mode, repeat)."""
+    cells: list[CellSpec] = []
+    for task in matrix.tasks:
+        for model in matrix.models:
+            for agent in matrix.agents:
+                for driver in agent.drivers if agent.drivers is not None else matrix.drivers:
+                    for mode in matrix.modes:
+                        for repeat in range(matrix.repeats):
+                            cells.append(CellSpec(
+                                task=task.name, task_label=task.label or task.name,
+                                task_options=task.options, agent=agent.agent,
+                                agent_label=agent.label, agent_options=agent.options,
+                                driver=driver.driver, driver_base_url=driver.base_url,
+                                driver_label=driver.label, mode=mode, model=model.name,
+                                budget_s=model.budget or task.budget or matrix.budget,
+                                run=matrix.run, study=study, repeat=repeat,
+                                resources=_patch(matrix.resources, task.resources,
+                                                 model.resources, agent.resources)))
+    ids = [c.id for c in cells]
+    if len(set(ids)) != len(ids):
+        raise A2RLError("the matrix lists the same cell twice (two equal entries)",
+                        "remove the duplicate task, agent, driver, mode or model entry")
+    return cells
+
+
+def _fields_of(model: type[BaseModel]) -> str:
+    return ", ".join(model.model_fields)
+
+
+def _where(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
+    """A readable key path (tasks[1].options) and the record that holds the last key."""
+    owner: type[BaseModel] = Matrix
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+            continue
+        parts.append(str(item))
+        field = owner.model_fields.get(str(item))
+        if field is not None:
+            inner = _record_type(field.annotation)
+            if inner is not None:
+                owner = inner
+    return ".".join(parts) or "(top level)", owner
+
+
+def _record_type(annotation: Any) -> type[BaseModel] | None:
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _record_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def parse_matrix(data: Any, source: str = "the matrix") -> Matrix:
+    """Validate; every problem named by its key, with the fix."""
+    if not isinstance(data, dict):
+        raise A2RLError(f"{source} is not a mapping of keys (got {type(data).__name__})",
+                        "write it as YAML keys: tasks:, agents:, models:, … "
+                        "(see examples/sweeps/)")
+    try:
+        return Matrix.model_validate(data)
+    except ValidationError as exc:
+        problems, fixes = [], []
+        for err in exc.errors():
+            key, owner = _where(err["loc"])
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown key {key}")
+                fixes.append(f"valid keys there: {_fields_of(owner)}")
+            elif err["type"] == "missing":
+                problems.append(f"missing key {key}")
+                fixes.append(f"add {key.rsplit('.', 1)[-1]}:")
+            else:
+                problems.append(f"{key}: {err['msg']}")
+        raise A2RLError(f"{source} is invalid: " + "; ".join(problems),
+                        "; ".join(dict.fromkeys(fixes)) or "see examples/sweeps/ and "
+                        "the README (Running on a cluster)") from None
+
+
+def load_matrix(path: Path) -> Matrix:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise A2RLError(f"cannot read {path}: {exc}", "pass an existing sweep file") from exc
+    except yaml.YAMLError as exc:
+        raise A2RLError(f"{path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+    matrix = parse_matrix(data, str(path))
+    if matrix.name is None:
+        matrix.name = path.stem
+    return matrix

@@ -1,0 +1,602 @@
+"""Sweeps without running cells: the matrix and its errors, cell ids, studies (seeds, grader key,
+secrecy), the status table, tracker logging, and the CLI's argument handling. The helpers at the
+top build the small matrix the backend tests (test_sweep_local/ray/slurm.py) run end to end."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from a2rl._errors import A2RLError
+from a2rl.cli import app
+from a2rl.sweep import (
+    CellState,
+    create_study,
+    expand,
+    find_study,
+    join_study,
+    parse_matrix,
+    show_status,
+)
+from a2rl.sweep._state import CellResult, save_cell
+
+
+@pytest.fixture(autouse=True)
+def _no_study_key_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """join_study points this process at a study's key: undone after each test, so later tests
+    in this worker use their own installation key."""
+    from a2rl.grader._secret import KEY_FILE_ENV
+
+    monkeypatch.setenv(KEY_FILE_ENV, "unset")  # records the original, restored at teardown
+    monkeypatch.delenv(KEY_FILE_ENV)
+
+
+# --- the small matrix of the end-to-end tests -----------------------------------------------
+
+# A scripted agent: submits the base model unchanged (scored as the baseline, no evaluation).
+BASE_COPY = ("cmd:cp -r \"$MODEL_PATH\" output/v1 && curl -s -X POST \"$A2RL_GRADER_URL/submit\" "
+             "-H \"Authorization: Bearer $A2RL_TOKEN\" -H 'Content-Type: application/json' "
+             "-d '{\"model_path\": \"output/v1\"}'")
+
+# The same, except that the first time any cell runs it (`mkdir` is atomic across cells) it
+# SIGKILLs its cell's harness process: what a crashed harness or a lost machine looks like.
+_KILLER = """
+import os, signal, sys
+marker = sys.argv[1]
+try:
+    os.mkdir(marker)
+except FileExistsError:
+    sys.exit(0)
+pid = os.getppid()
+while pid > 1:
+    cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+    if b"a2rl.sweep._child" in cmd:
+        os.kill(pid, signal.SIGKILL)
+        break
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+"""
+
+
+def killer_agent(marker: Path) -> str:
+    blob = base64.b64encode(_KILLER.encode()).decode()
+    return (f"cmd:echo {blob} | base64 -d > /tmp/killer.py && python /tmp/killer.py "
+            f"'{marker}' && " + BASE_COPY[4:])
+
+
+ARITH = {"name": "arith", "options": {"n_train": 40, "n_heldout": 6}}
+# A second task entry: arith with another generator (other items, its own baseline). The other
+# built-in tasks generate hundreds of tokens per item: minutes per evaluation on a loaded CPU.
+ARITH_MUL = {"name": "arith", "label": "arith-mul", "options": {
+    "n_train": 40, "n_heldout": 6,
+    "generator": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1,
+                  "operators": ["*"], "allow_parentheses": False, "allow_negation": False}}}
+REFERENCE = {"name": "reference", "agent": "reference",
+             "options": {"steps": 1, "batch_size": 4, "max_train": 8}}
+
+
+def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY,
+                 tasks: list[dict[str, Any]] | None = None, reference: bool = True,
+                 **extra: Any) -> dict[str, Any]:
+    """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets."""
+    data: dict[str, Any] = {
+        "name": f"t-{backend}", "backend": backend, "repeats": 2, "max_attempts": 2,
+        "budget": "5m", "tasks": tasks or [ARITH, ARITH_MUL],
+        "agents": ([REFERENCE] if reference else []) + [{"name": "scripted", "agent": agent}],
+        "models": [str(model)],
+        # unsandboxed: the killer agent must reach its harness (bwrap is covered elsewhere)
+        "run": {"sandbox": "none", "eval_timeout": "10m", "grace": 2, "exec_trace": False},
+        "resources": {"cpus": 1},
+    }
+    data.update(extra)
+    return copy.deepcopy(data)  # callers edit it; the module's entries stay as they are
+
+
+def check_finished_sweep(sweep_dir: Path, n_cells: int = 8, n_tasks: int = 2
+                         ) -> list[CellState]:
+    """Every cell finished, scored against one shared baseline per task, inside the study."""
+    from a2rl.sweep import load_cells
+
+    cells = load_cells(sweep_dir)
+    assert len(cells) == n_cells
+    assert all(c.status == "finished" for c in cells), [(c.id, c.status, c.error)
+                                                        for c in cells]
+    study = json.loads((sweep_dir / "study.json").read_text())
+    assert (sweep_dir / "study.json").stat().st_mode & 0o777 == 0o600
+    baselines: dict[str, float] = {}
+    for c in cells:
+        assert c.result is not None
+        record = json.loads((sweep_dir / c.result.run_dir / "run.json").read_text())
+        assert record["status"] == "finished"
+        assert record["config"]["study"]["id"] == study["id"]
+        # the baseline was scored once per task by the sweep, then read from the cache
+        assert record["baseline"]["cached"] is True
+        baselines.setdefault(c.spec.task_label, record["baseline"]["score"])
+        assert record["baseline"]["score"] == baselines[c.spec.task_label]
+        if c.spec.agent_label == "scripted":
+            assert c.result.submissions == 1
+    # one baseline group per task entry, each scored by one job
+    assert len([p for p in (sweep_dir / "baselines").iterdir() if p.is_dir()]) == n_tasks
+    return cells
+
+
+# --- the matrix --------------------------------------------------------------------------
+
+
+def test_matrix_errors_name_the_key_and_the_fix(tmp_path: Path) -> None:
+    base = small_matrix(tmp_path, "local")
+    with pytest.raises(A2RLError) as exc:
+        parse_matrix({**base, "taks": ["arith"]})
+    assert "unknown key taks" in exc.value.message and "tasks" in (exc.value.fix or "")
+    bad_agent = {**base, "agents": [{"agent": "reference", "optoins": {}}]}
+    with pytest.raises(A2RLError) as exc:
+        parse_matrix(bad_agent)
+    assert "agents[0].optoins" in exc.value.message and "options" in (exc.value.fix or "")
+    with pytest.raises(A2RLError) as exc:
+        parse_matrix({**base, "budget": "twelve hours"})
+    assert "budget" in exc.value.message and "duration" in exc.value.message
+    with pytest.raises(A2RLError) as exc:
+        parse_matrix({k: v for k, v in base.items() if k != "tasks"})
+    assert "missing key tasks" in exc.value.message
+    with pytest.raises(A2RLError, match="multi"):
+        parse_matrix({**base, "modes": ["free", "multi"]})
+    with pytest.raises(A2RLError, match="backend"):
+        parse_matrix({**base, "backend": "kubernetes"})
+    with pytest.raises(A2RLError, match="not a mapping"):
+        parse_matrix(["arith"])
+
+
+def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
+    data = small_matrix(tmp_path, "local")
+    data["tasks"][1]["resources"] = {"gpus": 1}
+    data["drivers"] = [None, "model-a"]
+    data["agents"][1]["drivers"] = [{}]  # the scripted agent has no driver
+    cells = expand(parse_matrix(data), "s")
+    # 2 task entries × (reference × 2 drivers + scripted × 1) × 2 repeats
+    assert len(cells) == 2 * 3 * 2
+    assert {c.driver for c in cells if c.agent == "reference"} == {None, "model-a"}
+    assert all(c.resources.gpus == (1 if c.task_label == "arith-mul" else 0) for c in cells)
+    assert all(c.budget_s == 300 for c in cells)
+    ids = [c.id for c in cells]
+    assert len(set(ids)) == len(ids)
+    # resources, labels and the backend are not part of a cell's identity; repeats are
+    moved = {**data, "backend": "ray", "resources": {"cpus": 4}}
+    assert [c.id for c in expand(parse_matrix(moved), "s")] == ids
+    more = {**data, "repeats": 3}
+    assert set(ids) < {c.id for c in expand(parse_matrix(more), "s")}
+    assert [c.id for c in expand(parse_matrix(data), "other-study")] != ids
+    dup = {**data, "modes": ["free", "free"]}
+    with pytest.raises(A2RLError, match="twice"):
+        expand(parse_matrix(dup), "s")
+
+
+def test_the_example_matrices_are_valid() -> None:
+    from a2rl.sweep import load_matrix
+
+    folder = Path(__file__).parent.parent / "examples" / "sweeps"
+    counts = {}
+    for path in sorted(folder.glob("*.yaml")):
+        matrix = load_matrix(path)
+        counts[path.stem] = len(expand(matrix, matrix.study or "s"))
+    # local: 2 tasks × 2 agents × 2 repeats; ray: 3 tasks × (2 agents × 2 drivers + 1) ×
+    # 3 modes × 3 repeats; slurm: 2 tasks × 2 agents × 3 repeats
+    assert counts == {"local": 8, "ray": 135, "slurm": 12}
+
+
+# --- studies --------------------------------------------------------------------------------
+
+
+def test_a_study_draws_the_same_heldout_set_and_split_on_every_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl.grader._items import restrict_to_split
+    from a2rl.grader._secret import KEY_FILE_ENV, public_fingerprint, split_test_keys
+    from a2rl.runner import RunConfig
+    from a2rl.tasks import get_task
+
+    study, path = create_study("s1", {"arith": {"n_heldout": 12}})
+    assert path.stat().st_mode & 0o777 == 0o600
+    config = RunConfig(task="arith", task_params={"n_train": 10}, agent="reference",
+                       model="m", mode="free", budget_s=1, sandbox="none", eval_timeout_s=1,
+                       grace_s=1, port=0, runs_dir=str(tmp_path))
+
+    def machine(home: str) -> tuple[str, list[Any], list[Any], set[str]]:
+        monkeypatch.setenv("A2RL_HOME", str(tmp_path / home))
+        monkeypatch.delenv(KEY_FILE_ENV, raising=False)
+        joined = join_study(config, find_study(str(path))[0])
+        task = get_task("arith", joined.task_params)
+        items = task.heldout_items()
+        test = restrict_to_split(get_task("arith", joined.task_params), "test", 0.5)
+        from a2rl.grader._secret import item_key
+
+        return (public_fingerprint(task), items, test,
+                split_test_keys([item_key(i) for i in items], 0.5))
+
+    a, b = machine("home-a"), machine("home-b")
+    assert a == b  # same items, same hidden test split, same public fingerprint
+    assert len(a[1]) == 12
+    joined = join_study(config, study)
+    assert joined.study is not None and joined.study.name == "s1"
+    assert joined.study.seeded == ["arith.heldout_seed"]
+    assert joined.study.fixed_options == {"arith.n_heldout": 12}
+    seed = joined.task_params["heldout_seed"]
+    assert seed == study.seed("arith", "heldout_seed")
+    # the record holds the study's public id, never its secret or the seed
+    shown = joined.study.model_dump_json()
+    assert str(seed) not in shown and study.secret not in shown
+    # without the study, another installation draws other items
+    monkeypatch.delenv(KEY_FILE_ENV)
+    monkeypatch.setenv("A2RL_HOME", str(tmp_path / "home-c"))
+    assert get_task("arith", {"n_heldout": 12}).heldout_items() != a[1]
+
+
+def test_study_conflicts_and_tasks_without_a_seed(tmp_path: Path) -> None:
+    from a2rl.runner import RunConfig
+    from a2rl.sweep._study import study_params
+
+    study, _ = create_study("s2", {"arith": {"n_heldout": 5}})
+    with pytest.raises(A2RLError, match="contradicts study s2"):
+        study_params(study, "arith", {"n_heldout": 7})
+    with pytest.raises(A2RLError, match="fixes the held-out seed"):
+        study_params(study, "arith", {"heldout_seed": 3})
+    # gsm8k's hub test split is fixed: the study leaves its seed out; offline gets one
+    assert study_params(study, "gsm8k", {"source": "hub"}) == ({"source": "hub"}, [])
+    params, seeded = study_params(study, "gsm8k", {"source": "offline"})
+    assert seeded == ["gsm8k.heldout_seed"] and params["heldout_seed"] > 0
+    with pytest.raises(A2RLError, match="already exists"):
+        create_study("s2")
+    with pytest.raises(A2RLError, match="no study named"):
+        find_study("nope")
+    with pytest.raises(A2RLError, match="plain name"):
+        find_study("bad name!")
+    # mode multi: per-task options are spelt task.key
+    multi = RunConfig(task="arith", tasks=["arith", "gsm8k"], task_params={"gsm8k.source":
+                      "offline"}, agent="reference", model="m", mode="multi", budget_s=1,
+                      sandbox="none", eval_timeout_s=1, grace_s=1, port=0,
+                      runs_dir=str(tmp_path))
+    joined = join_study(multi, study)
+    assert joined.task_params["arith.heldout_seed"] == study.seed("arith", "heldout_seed")
+    assert joined.task_params["gsm8k.heldout_seed"] == study.seed("gsm8k", "heldout_seed")
+    assert joined.task_params["arith.n_heldout"] == 5
+
+
+def test_run_study_joins_a_study_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.runner
+
+    study, _ = create_study("by-hand", {"arith": {"n_heldout": 9}})
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(config: Any, **kw: Any) -> None:
+        seen.append(config)
+        raise Stop
+
+    monkeypatch.setattr(a2rl.runner, "run", fake_run)
+    result = CliRunner().invoke(app, ["run", "--task", "arith", "--study", "by-hand",
+                                      "--no-sandbox", "--budget", "60"])
+    assert isinstance(result.exception, Stop), result.output
+    config = seen[0]
+    assert config.study.name == "by-hand" and config.study.id == study.id
+    assert config.task_params == {"n_heldout": 9,
+                                  "heldout_seed": study.seed("arith", "heldout_seed")}
+    result = CliRunner().invoke(app, ["run", "--study", "missing", "--budget", "60"])
+    assert isinstance(result.exception, A2RLError) and "no study named" in str(result.exception)
+    result = CliRunner().invoke(app, ["run", "--log-to", "tensorboard", "--budget", "60"])
+    assert isinstance(result.exception, A2RLError) and "wandb or mlflow" in (
+        result.exception.fix or "")
+
+
+def test_a_sweep_dir_inside_a_mounted_root_is_refused(tmp_path: Path) -> None:
+    import sys
+
+    from a2rl.sweep._sweep import _check_location
+
+    with pytest.raises(A2RLError, match="sandbox mounts"):
+        _check_location(Path(sys.prefix) / "sweeps" / "x")
+    _check_location(tmp_path / "sweeps" / "x")
+
+
+def test_a_bad_cell_fails_before_anything_runs(tmp_path: Path) -> None:
+    from a2rl.sweep import run_sweep
+
+    data = small_matrix(tmp_path, "local")
+    data["agents"].append({"agent": "no-such-agent"})
+    with pytest.raises(A2RLError, match="no-such-agent"):
+        run_sweep(parse_matrix(data), tmp_path / "sw")
+    data = small_matrix(tmp_path, "local")
+    data["tasks"][0]["options"]["n_heldot"] = 3
+    with pytest.raises(A2RLError, match="arith"):
+        run_sweep(parse_matrix(data), tmp_path / "sw2")
+    assert not list((tmp_path / "sw2").glob("cells/*"))
+
+
+class _Handle:
+    def __init__(self, job: Any) -> None:
+        self.job = job
+
+
+class _ScriptedBackend:
+    """A backend whose jobs end at once as `script(job)` says (no process is started)."""
+
+    name = "scripted"
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.submitted: list[Any] = []
+
+    def can_start(self, job: Any) -> bool:
+        return True
+
+    def submit(self, job: Any) -> Any:
+        self.submitted.append(job)
+        return _Handle(job)
+
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        return handles[:1]
+
+    def result(self, handle: Any) -> Any:
+        return self.script(handle.job)
+
+    def job_id(self, handle: Any) -> str:
+        return f"job-{len(self.submitted)}"
+
+    def close(self) -> None:
+        pass
+
+
+def test_lost_jobs_are_retried_then_recorded_as_harness_failures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult, run_dir_of
+
+    def script(job: Any) -> Any:
+        if job.kind == "baseline":
+            (Path(job.sweep_dir) / "baselines").mkdir(exist_ok=True)
+            (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").write_text('{"key": "k"}')
+            return JobResult(outcome="finished", host="h")
+        if job.spec.agent_label == "reference":  # its machine keeps dying
+            raise RuntimeError("node died")
+        if job.attempt == 1:
+            return JobResult(outcome="harness_failed", host="h", exit_code=-9,
+                             reason="the cell's process was killed (SIGKILL)")
+        _fake_run(run_dir_of(job))
+        return JobResult(outcome="finished", host="h", exit_code=0)
+
+    backend = _ScriptedBackend(script)
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend", lambda *a: backend)
+    data = small_matrix(tmp_path, "local", tasks=[small_matrix(tmp_path, "x")["tasks"][0]],
+                        repeats=1, max_attempts=3)
+    summary = run_sweep(parse_matrix(data), tmp_path / "sw")
+    assert (summary.finished, summary.failed, summary.retried, summary.baselines) == (1, 1, 3, 1)
+    cells = {c.spec.agent_label: c for c in load_cells(tmp_path / "sw")}
+    ref, scripted = cells["reference"], cells["scripted"]
+    assert ref.status == "failed" and len(ref.attempts) == 3
+    assert ref.error and ref.error.startswith("harness failure after 3 attempt(s)")
+    assert "node died" in ref.error and all(a.outcome == "harness_failed" for a in ref.attempts)
+    assert scripted.status == "finished" and [a.outcome for a in scripted.attempts] == [
+        "harness_failed", "finished"]
+    assert scripted.result is not None and scripted.result.best == 40.0
+    # one cell at a time (local default): reference, scripted, reference, scripted, reference
+    assert [a.backend_job for a in scripted.attempts] == ["job-3", "job-5"]
+    # a rerun leaves the failed cell alone; --retry-failed gives it new attempts
+    backend.submitted.clear()
+    assert run_sweep(parse_matrix(data), tmp_path / "sw").skipped == 2
+    assert backend.submitted == []
+    again = run_sweep(parse_matrix(data), tmp_path / "sw", retry_failed=True)
+    assert again.failed == 1 and len(backend.submitted) == 3
+    cells = {c.spec.agent_label: c for c in load_cells(tmp_path / "sw")}
+    assert len(cells["reference"].attempts) == 6 and cells["reference"].status == "failed"
+
+
+def test_a_cell_left_running_by_a_dead_driver_is_retried(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl._util import utcnow
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult, run_dir_of
+    from a2rl.sweep._state import Attempt
+
+    def script(job: Any) -> Any:
+        if job.kind == "cell":
+            _fake_run(run_dir_of(job))
+        else:
+            (Path(job.sweep_dir) / "baselines").mkdir(exist_ok=True)
+            (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").write_text("{}")
+        return JobResult(outcome="finished", host="h")
+
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend",
+                        lambda *a: _ScriptedBackend(script))
+    data = small_matrix(tmp_path, "local", tasks=[small_matrix(tmp_path, "x")["tasks"][0]],
+                        repeats=1, reference=False)
+    matrix = parse_matrix(data)
+    sweep_dir = tmp_path / "sw"
+    (spec,) = expand(matrix, "t-local")
+    save_cell(sweep_dir, CellState(id=spec.id, spec=spec, status="running", attempts=[
+        Attempt(number=1, run_id="scripted-x-a1", started_at=utcnow())]))
+    assert run_sweep(matrix, sweep_dir).finished == 1
+    (cell,) = load_cells(sweep_dir)
+    assert cell.status == "finished"
+    assert [(a.outcome, a.reason) for a in cell.attempts] == [
+        ("harness_failed", "the sweep stopped while it ran"), ("finished", None)]
+
+
+def test_a_baseline_that_cannot_be_scored_fails_its_cells(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import a2rl.sweep._backends
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._cell import JobResult
+
+    backend = _ScriptedBackend(lambda job: JobResult(
+        outcome="harness_failed", host="h", reason="the base model could not be evaluated"))
+    monkeypatch.setattr(a2rl.sweep._backends, "make_backend", lambda *a: backend)
+    data = small_matrix(tmp_path, "local", repeats=1)
+    summary = run_sweep(parse_matrix(data), tmp_path / "sw")
+    assert summary.failed == 4 and {j.kind for j in backend.submitted} == {"baseline"}
+    assert len(backend.submitted) == 2 * data["max_attempts"]  # two groups, every attempt
+    for cell in load_cells(tmp_path / "sw"):
+        assert cell.status == "failed" and cell.attempts == []
+        assert cell.error == ("its baseline could not be scored: the base model could not be "
+                              "evaluated")
+
+
+# --- status, CLI ----------------------------------------------------------------------------
+
+
+def test_status_shows_each_cell_and_escapes_what_runs_wrote(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    cells = expand(parse_matrix(small_matrix(tmp_path, "local")), "s")
+    sweep_dir = tmp_path / "sw"
+    done = CellState(id=cells[0].id, spec=cells[0], status="finished",
+                     result=CellResult(run_dir="runs/x", exit_reason="agent_exited",
+                                       agent_exit_code=3, baseline=10.0, baseline_cached=True,
+                                       best=12.5, improvement=2.5, submissions=2))
+    failed = CellState(id=cells[1].id, spec=cells[1], status="failed",
+                       error="harness failure: [bold red]forged[/] markup")
+    save_cell(sweep_dir, done)
+    save_cell(sweep_dir, failed)
+    save_cell(sweep_dir, CellState(id=cells[2].id, spec=cells[2]))
+    console = Console(record=True, width=250)
+    show_status(sweep_dir, console)
+    text = console.export_text()
+    assert "[bold red]forged[/] markup" in text  # shown literally, not as markup
+    assert "12.50" in text and "+2.50" in text and "agent_exited (exit 3)" in text
+    assert "1 finished, 1 pending, 1 failed of 3" in text
+    result = CliRunner().invoke(app, ["sweep", "status", str(sweep_dir)],
+                               env={"COLUMNS": "250"})
+    assert result.exit_code == 0 and cells[0].id in result.output
+    with pytest.raises(A2RLError, match="not a sweep directory"):
+        show_status(tmp_path / "empty", console)
+
+
+def test_sweep_cli_reports_a_bad_matrix(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.yaml"
+    path.write_text("tasks: [arith]\nagents: [reference]\nbackend: slurm\nslurm: {partiton: x}\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent / "src"))
+    done = subprocess.run([sys.executable, "-m", "a2rl.cli", "sweep", str(path)],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2
+    assert "unknown key slurm.partiton" in done.stderr and "partition" in done.stderr
+
+
+# --- tracker logging ------------------------------------------------------------------------
+
+
+class _FakeTracker:
+    """Records the calls a tracker module gets (W&B and MLflow shapes)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.summary: dict[str, Any] = {}
+        self.id = "fake-1"
+        self.info = self
+        self.run_id = "fake-1"
+
+    # wandb
+    def init(self, **kw: Any) -> _FakeTracker:
+        self.calls.append(("init", kw))
+        return self
+
+    def log(self, data: dict[str, Any], step: int) -> None:
+        self.calls.append(("log", (step, data)))
+
+    def save(self, path: str, **kw: Any) -> None:
+        self.calls.append(("save", Path(path).name))
+
+    def finish(self) -> None:
+        self.calls.append(("finish", None))
+
+    # mlflow
+    def set_experiment(self, name: str) -> None:
+        self.calls.append(("experiment", name))
+
+    def set_tracking_uri(self, uri: str) -> None:
+        self.calls.append(("uri", uri))
+
+    def start_run(self, run_name: str) -> _FakeTracker:
+        self.calls.append(("start", run_name))
+        return self
+
+    def __enter__(self) -> _FakeTracker:
+        return self
+
+    def __exit__(self, *a: object) -> None:
+        self.calls.append(("end", None))
+
+    def log_params(self, params: dict[str, str]) -> None:
+        self.calls.append(("params", params))
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.calls.append(("metrics", (step, metrics)))
+
+    def log_artifact(self, path: str) -> None:
+        self.calls.append(("artifact", Path(path).name))
+
+
+def _fake_run(run_dir: Path) -> None:
+    from a2rl._util import utcnow
+    from a2rl.records import RunRecord
+    from a2rl.records._grader import BaselineRecord, SubmissionRecord
+
+    now = utcnow()
+    sub = dict(id="s1", seq=1, received_at=now, elapsed_s=1800.0, model_path="output/v1",
+               status="scored", score=40.0, baseline=30.0, improvement=10.0,
+               task_fingerprint="f")
+    record = RunRecord.model_validate(dict(
+        run_id="r1", status="finished", created_at=now, versions={}, sandboxed=False,
+        config=dict(task="arith", task_params={"heldout_seed": "hmac:abc"}, agent="reference",
+                    model="m", mode="free", budget_s=60, sandbox="none", eval_timeout_s=1,
+                    grace_s=1, port=0, runs_dir="/x"),
+        baseline=BaselineRecord.model_validate(dict(
+            score=30.0, n_items=6, metrics={}, model_hash="h", task_fingerprint="f",
+            evaluator_version="1", eval_seconds=1.0, computed_at=now)).model_dump(),
+        submissions=[SubmissionRecord.model_validate(sub).model_dump()],
+        best=dict(submission_id="s1", score=40.0), improvement=10.0))
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text(record.model_dump_json())
+
+
+@pytest.mark.parametrize("to", ["wandb", "mlflow"])
+def test_each_run_is_logged_to_a_tracker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         to: str) -> None:
+    import sys
+
+    from a2rl.sweep._matrix import LogOptions
+    from a2rl.sweep._tracking import log_run
+
+    fake = _FakeTracker()
+    monkeypatch.setitem(sys.modules, to, fake)
+    _fake_run(tmp_path / "r1")
+    run_id = log_run(tmp_path / "r1", LogOptions(to=to, project="p", mode="offline",  # type: ignore[arg-type]
+                                                 tracking_uri="file:///tmp/x"))
+    assert run_id == "fake-1"
+    calls = dict((name, arg) for name, arg in fake.calls if name not in ("save", "artifact"))
+    if to == "wandb":
+        assert calls["init"]["project"] == "p" and calls["init"]["mode"] == "offline"
+        assert calls["init"]["config"]["task_params.heldout_seed"] == "hmac:abc"
+        assert calls["log"] == (0, {"score": 40.0, "seq": 1.0, "improvement": 10.0,
+                                    "elapsed_h": 0.5})
+        assert fake.summary == {"submissions": 1.0, "baseline": 30.0, "best": 40.0,
+                                "improvement": 10.0}
+        assert ("save", "run.json") in fake.calls and calls["finish"] is None
+    else:
+        assert calls["experiment"] == "p" and calls["uri"] == "file:///tmp/x"
+        assert calls["start"] == "r1" and calls["params"]["mode"] == "free"
+        metrics = [arg for name, arg in fake.calls if name == "metrics"]
+        assert metrics[0] == (0, {"score": 40.0, "seq": 1.0, "improvement": 10.0,
+                                  "elapsed_h": 0.5})
+        assert metrics[-1][1]["best"] == 40.0 and ("artifact", "run.json") in fake.calls
+    monkeypatch.setitem(sys.modules, to, None)  # an import of it now fails
+    with pytest.raises(A2RLError, match="not installed"):
+        log_run(tmp_path / "r1", LogOptions(to=to))  # type: ignore[arg-type]
