@@ -185,8 +185,31 @@ def test_the_example_matrices_are_valid() -> None:
         matrix = load_matrix(path)
         counts[path.stem] = len(expand(matrix, matrix.study or "s"))
     # local: 2 tasks × 2 agents × 2 repeats; ray: 3 tasks × (2 agents × 2 drivers + 1) ×
-    # 3 modes × 3 repeats; slurm: 2 tasks × 2 agents × 3 repeats
-    assert counts == {"local": 8, "ray": 135, "slurm": 12}
+    # 3 modes × 3 repeats; slurm: 2 tasks × 2 agents × 3 repeats; the scaffold ablation:
+    # 3 tasks × 7 arms × 3 repeats
+    assert counts == {"local": 8, "ray": 135, "scaffold_ablation": 63, "slurm": 12}
+
+
+def test_scaffold_arms_are_cells_with_their_own_ids(tmp_path: Path) -> None:
+    data = small_matrix(tmp_path, "local")
+    plain = expand(parse_matrix(data), "s")
+    arms = {**data, "scaffolds": [None, "skills,journal", "all"],
+            "scaffold_options": {"revision_every": "2"}}
+    cells = expand(parse_matrix(arms), "s")
+    assert len(cells) == 3 * len(plain)
+    # autonomous cells keep the ids they had before the axis existed
+    assert {c.id for c in cells if c.scaffold is None} == {c.id for c in plain}
+    assert {c.scaffold for c in cells} == {None, "journal,skills",
+                                           "journal,skills,evaluator,plan-review,revision"}
+    assert all(c.scaffold_options == ({} if c.scaffold is None else {"revision_every": "2"})
+               for c in cells)
+    from a2rl.sweep._cell import _config
+
+    config = _config(next(c for c in cells if c.scaffold == "journal,skills"), tmp_path)
+    assert config.scaffold is not None and config.scaffold.components == ["journal", "skills"]
+    assert config.scaffold.revision_every == 2
+    with pytest.raises(A2RLError, match="scaffold"):
+        parse_matrix({**data, "scaffolds": ["journal", "jornal"]})
 
 
 # --- studies --------------------------------------------------------------------------------

@@ -137,13 +137,26 @@ def agent_stack(record: RunRecord) -> str:
         import hashlib
 
         agent = "cmd:" + hashlib.sha256(agent.encode()).hexdigest()[:8]
-    return f"{agent} · {record.config.driver}" if record.config.driver else agent
+    label = f"{agent} · {record.config.driver}" if record.config.driver else agent
+    arm = scaffold_of(record)
+    # The scaffold ablation's arms are different stacks: each gets its own leaderboard row.
+    return f"{label} + {arm}" if arm else label
+
+
+def scaffold_of(record: RunRecord) -> str | None:
+    """The experience-driven scaffold's components of a run (`journal,skills`), None when the
+    run was autonomous."""
+    scaffold = getattr(record.config, "scaffold", None)
+    components = getattr(scaffold, "components", None)
+    return ",".join(components) if components else None
 
 
 def study_of(record: RunRecord) -> str | None:
     """The study a run belongs to, when the run record names one (sweeps set it)."""
     value = getattr(record.config, "study", None)
-    return None if value is None else str(value)
+    if value is None:
+        return None
+    return str(getattr(value, "name", value))
 
 
 def task_level(record: RunRecord) -> str | None:
@@ -213,6 +226,7 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
         "mode": r.config.mode,
         "model": r.config.model,
         "study": study_of(r),
+        "scaffold": scaffold_of(r),
         "status": r.status,
         "exit_reason": r.exit_reason,
         "imported": r.imported.harness if r.imported else None,

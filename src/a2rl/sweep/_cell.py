@@ -156,6 +156,10 @@ def _config(spec: CellSpec, sweep_dir: Path) -> RunConfig:
 
     r = spec.run
     net: dict[str, Any] = {} if r.network is None else {"network": r.network}
+    if spec.scaffold is not None:
+        from a2rl.scaffold import scaffold_config
+
+        net["scaffold"] = scaffold_config(spec.scaffold, dict(spec.scaffold_options))
     return RunConfig(task=spec.task, task_params=dict(spec.task_options), agent=spec.agent,
                      agent_options=dict(spec.agent_options), model=spec.model, mode=spec.mode,
                      budget_s=spec.budget_s, sandbox=r.sandbox, eval_timeout_s=r.eval_timeout,

@@ -236,6 +236,11 @@ class Matrix(_Strict):
     """Drivers for CLI agents (default: each agent's own)."""
     modes: list[str] = Field(default_factory=lambda: ["free"])
     """Operating modes (free, sft-only, rl-oriented)."""
+    scaffolds: list[str | None] = Field(default_factory=lambda: [None])
+    """Experience-driven scaffold settings, one per ablation arm: `none`/null (autonomous),
+    or `--scaffold` component lists such as `journal`, `journal,skills` or `all`."""
+    scaffold_options: dict[str, str] = Field(default_factory=dict)
+    """`--scaffold-opt` pairs for every arm with a scaffold (llm_base_url, llm_model, ...)."""
     models: list[ModelEntry] = Field(default_factory=lambda: [ModelEntry(name="smollm2-135m")])
     """Base models."""
     budget: Duration = 12 * 3600.0
@@ -269,6 +274,21 @@ class Matrix(_Strict):
     def _drivers(cls, v: Any) -> Any:
         return [{} if x is None else {"driver": x} if isinstance(x, str) else x for x in v] \
             if isinstance(v, list) else v
+
+    @field_validator("scaffolds")
+    @classmethod
+    def _scaffolds(cls, v: list[str | None]) -> list[str | None]:
+        from a2rl.scaffold import parse_components
+
+        out: list[str | None] = []
+        for arm in v:
+            if arm is None or arm.strip().lower() in ("", "none", "off"):
+                out.append(None)
+            else:  # canonical order, so `skills,journal` and `journal,skills` are one arm
+                out.append(",".join(parse_components(arm)))
+        if len(set(out)) != len(out):
+            raise ValueError("the same scaffold arm is listed twice")
+        return out
 
     @field_validator("modes")
     @classmethod
@@ -313,6 +333,10 @@ class CellSpec(BaseModel):
     """Study name."""
     repeat: int
     """Repeat index (0-based)."""
+    scaffold: str | None = None
+    """`--scaffold` components of this arm (None: the autonomous protocol)."""
+    scaffold_options: dict[str, str] = Field(default_factory=dict)
+    """`--scaffold-opt` pairs (only with a scaffold)."""
     resources: Resources
     """What the cell needs (not part of its id)."""
 
@@ -330,6 +354,9 @@ class CellSpec(BaseModel):
 def cell_id(spec: CellSpec) -> str:
     identity = spec.model_dump(mode="json", exclude={"resources", "agent_label",
                                                      "driver_label", "task_label"})
+    if spec.scaffold is None:  # autonomous cells keep the ids they had before the axis existed
+        identity.pop("scaffold")
+        identity.pop("scaffold_options")
     return stable_hash(identity)[:12]
 
 
@@ -348,9 +375,13 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
         for model in matrix.models:
             for agent in matrix.agents:
                 for driver in agent.drivers if agent.drivers is not None else matrix.drivers:
-                    for mode in matrix.modes:
+                    for mode, scaffold in ((m, a) for m in matrix.modes
+                                           for a in matrix.scaffolds):
                         for repeat in range(matrix.repeats):
                             cells.append(CellSpec(
+                                scaffold=scaffold,
+                                scaffold_options=dict(matrix.scaffold_options) if scaffold
+                                else {},
                                 task=task.name, task_label=task.label or task.name,
                                 task_options=task.options, agent=agent.agent,
                                 agent_label=agent.label, agent_options=agent.options,
