@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
-from a2rl.inference._engine import GenerationSettings, ProgressFn, cut_at_stop
+from a2rl.inference._engine import EngineBase, GenerationSettings, ProgressFn, cut_at_stop
 
 
-class TransformersEngine:
+class TransformersEngine(EngineBase):
     backend = "transformers"
 
     def __init__(self, model_dir: Path, *, chat_template_from: Path | None = None,
