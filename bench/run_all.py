@@ -5,7 +5,8 @@
 Each script runs in its own process (a fresh interpreter, so one's model and threads do not
 slow the next) and prints RESULT lines (bench/_common.py); this collects them. A script that is
 not there is skipped with a note: bench/vllm_ratio.py (vLLM vs transformers on the same
-evaluation) joins the table as soon as it exists. `--quick` passes each script its small
+evaluation) joins the table as soon as it exists (it is given `--quick` under --quick, and
+reports through bench/_common.result like the others). `--quick` passes each script its small
 settings (minutes, not the full L3 baselines).
 """
 

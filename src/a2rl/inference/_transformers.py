@@ -235,7 +235,8 @@ class TransformersEngine(EngineBase):
         # fed). Tokens after a row's end are pads the model did see; a later prompt diverges
         # from them at once, so they are never reused wrongly.
         grown = _layers(cache)
-        covered = grown[0][0].shape[2]
+        # Column j of the cache holds token out[:, j]; never keep a column without its token.
+        covered = min(grown[0][0].shape[2], out.shape[1])
         for row, (key, tokens) in enumerate(zip(keys, ids, strict=True)):
             left = width + 1 - len(tokens)
             seq = out[row, left:covered].cpu()
