@@ -119,8 +119,13 @@ def test_sessions_api(engine: TransformersEngine) -> None:
     turn = prompts[1][:-3] + "three" + got[1]
     assert engine.generate_sessions([SessionPrompt("b", turn)], settings) == \
         engine.generate([turn], settings)
+    # A one-token prompt (nothing to cache before its last token) batches with a cached one.
+    assert len(engine.tokenizer("hi", add_special_tokens=False)["input_ids"]) == 1
+    pair = [SessionPrompt("c", "hi"), SessionPrompt("a", prompts[0] + got[0] + " more")]
+    assert engine.generate_sessions(pair, settings) == \
+        engine.generate([r.prompt for r in pair], settings)
     with pytest.raises(A2RLError, match="two turns of one session"):
         engine.generate_sessions([SessionPrompt("a", prompts[0])] * 2, settings)
-    for key in ("a", "b", "never-started"):
+    for key in ("a", "b", "c", "never-started"):
         engine.end_session(key)
     assert engine._sessions == {}

@@ -212,10 +212,12 @@ class TransformersEngine(EngineBase):
             input_ids[row, width + 1 - len(tokens):] = tokens
             mask[row, width + 1 - len(tokens):] = 1
         layers = []
-        for layer in range(len(cached[0].kv)):
+        # A one-token prompt has an empty cache (no layers yet): zero columns of the others' shape.
+        shaped = next((c.kv for c in cached if c.kv), [])
+        for layer in range(len(shaped)):
             ks, vs = [], []
             for c in cached:
-                k, v = c.kv[layer]
+                k, v = c.kv[layer] if c.kv else (shaped[layer][0][:, :, :0], shaped[layer][1][:, :, :0])
                 gap = width - k.shape[2]
                 if gap:
                     k = torch.cat([k.new_zeros(*k.shape[:2], gap, k.shape[3]), k], dim=2)
@@ -223,7 +225,8 @@ class TransformersEngine(EngineBase):
                 ks.append(k)
                 vs.append(v)
             layers.append((torch.cat(ks), torch.cat(vs)))
-        cache = DynamicCache(ddp_cache_data=layers)
+        cache = (DynamicCache(ddp_cache_data=layers) if layers
+                 else DynamicCache(config=self.model.config))
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         with torch.inference_mode():
             out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
