@@ -14,6 +14,7 @@ an environment's own cost.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -72,6 +73,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=12)
     args = ap.parse_args()
     model = resolve_model(args.model).path
+    os.environ.setdefault("A2RL_KV_SESSIONS", "1")  # measure the cached path (opt-in for now)
     engine = load_engine(model)
     episodes = [Episode(id=f"w{i}", split="train",
                         payload={"goal": ROOMS[i % len(ROOMS)], "start": ROOMS[(i * 5 + 1) % len(ROOMS)]})

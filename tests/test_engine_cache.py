@@ -75,7 +75,9 @@ EPISODES = [Episode(id=f"e{i}", split="train", payload={"length": n, "word": w})
 @pytest.fixture(scope="module")
 def engine(tiny_model: Path) -> TransformersEngine:
     eng = load_engine(tiny_model, backend="transformers")
-    assert isinstance(eng, TransformersEngine) and eng._caching
+    # The cached path is opt-in (A2RL_KV_SESSIONS=1) until its overhead is fixed; test it.
+    assert isinstance(eng, TransformersEngine) and eng._full_attention_only()
+    eng._caching = True
     return eng
 
 
