@@ -144,3 +144,49 @@ def test_real_model_lockstep_matches_one_by_one(tiny_model: Path) -> None:
                        batch_size=1)
     assert [[s.completion for s in t.steps] for t in lock] == \
         [[s.completion for s in t.steps] for t in seq]
+
+
+class SessionSpy(ScriptedEngine):
+    """A session engine: records each call's sessions and the sessions ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: list[list[str]] = []
+        self.ended: list[str] = []
+
+    def generate_sessions(self, requests, settings):
+        self.turns.append([r.session for r in requests])
+        return self.generate([r.prompt for r in requests], settings)
+
+    def end_session(self, session: str) -> None:
+        self.ended.append(session)
+
+
+def test_pool_refills_as_episodes_end_and_ends_their_sessions() -> None:
+    """Two in flight: an ended episode's place goes to the next one at once; each episode is
+    one session, ended when the episode is; trajectories are the all-at-once ones, in order."""
+    engine = SessionSpy()
+    pooled = run_rollouts(engine, EPISODES, CounterEnv, prompt, parse, finish, CONFIG, task="t",
+                          batch_size=2)
+    assert engine.calls == [2, 2, 2, 2, 1, 1, 1, 1]
+    assert engine.turns[3] == ["0:e0", "2:e2"] and engine.turns[4] == ["3:e3"]
+    assert engine.ended == ["1:e1", "0:e0", "2:e2", "3:e3"]
+    whole = run_rollouts(ScriptedEngine(), EPISODES, CounterEnv, prompt, parse, finish, CONFIG,
+                         task="t")
+    assert [t.model_dump() for t in pooled] == [t.model_dump() for t in whole]
+
+
+def test_failure_closes_envs_and_sessions_in_flight() -> None:
+    engine = SessionSpy()
+    envs: list[CounterEnv] = []
+
+    def make(ep: Episode) -> CounterEnv:
+        if ep.id == "e2":
+            raise RuntimeError("env broke")
+        envs.append(CounterEnv(ep))
+        return envs[-1]
+
+    with pytest.raises(RuntimeError, match="env broke"):
+        run_rollouts(engine, EPISODES, make, prompt, parse, finish, CONFIG, task="t",
+                     batch_size=2)
+    assert all(env.ended for env in envs) and sorted(engine.ended) == ["0:e0", "1:e1"]

@@ -2,12 +2,18 @@
 
 from a2rl.inference._engine import (
     Engine,
+    EngineBase,
     GenerationSettings,
     ProgressFn,
+    SessionEngine,
+    SessionPrompt,
     cut_at_stop,
+    end_session,
+    generate_sessions,
     load_engine,
     vllm_usable,
 )
 
-__all__ = ["Engine", "GenerationSettings", "ProgressFn", "cut_at_stop", "load_engine",
+__all__ = ["Engine", "EngineBase", "GenerationSettings", "ProgressFn", "SessionEngine",
+           "SessionPrompt", "cut_at_stop", "end_session", "generate_sessions", "load_engine",
            "vllm_usable"]

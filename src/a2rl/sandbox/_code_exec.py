@@ -601,6 +601,7 @@ class CodeExecutor:
         self.fork_blocked = self._bpf is not None
         """Whether the seccomp filter refusing new processes is installed in every solution."""
         self._bwrap: str | None = None
+        self._argv: list[str] | None = None
         self.unsandboxed_reason: str | None = None
         if sandbox == "none":
             self.unsandboxed_reason = "sandbox='none' was requested"
@@ -626,8 +627,11 @@ class CodeExecutor:
         return self._bwrap is not None
 
     def argv(self) -> list[str]:
-        """The sandbox command line of one solution (the launcher is appended per job)."""
-        return bwrap_argv(self._bwrap, self.limits) if self._bwrap else []
+        """The sandbox command line of one solution (the launcher is appended per job); built
+        once per executor, so each program costs only its own bwrap and Python processes."""
+        if self._argv is None:
+            self._argv = bwrap_argv(self._bwrap, self.limits) if self._bwrap else []
+        return list(self._argv)
 
     def run(self, job: TestedProgram, *, timeout_s: float | None = None) -> ExecResult:
         """Run one solution against its tests to a verdict, a failure or the timeout."""
