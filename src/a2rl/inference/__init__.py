@@ -1,13 +1,14 @@
-"""Batched generation behind one interface: transformers on CPU, vLLM on GPU when installed."""
+"""Batched generation behind one interface; engines by name in `_registry` (transformers,
+vLLM on GPU or CPU, plug-ins), chosen per run with --engine."""
 
 from a2rl.inference._engine import (
     Engine,
     GenerationSettings,
     ProgressFn,
     cut_at_stop,
-    load_engine,
     vllm_usable,
 )
+from a2rl.inference._registry import engine_names, load_engine, resolve, select
 
-__all__ = ["Engine", "GenerationSettings", "ProgressFn", "cut_at_stop", "load_engine",
-           "vllm_usable"]
+__all__ = ["Engine", "GenerationSettings", "ProgressFn", "cut_at_stop", "engine_names",
+           "load_engine", "resolve", "select", "vllm_usable"]
