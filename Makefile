@@ -23,8 +23,10 @@ demo: install
 test: install
 	$(BIN)/python -m pytest
 
+# Every benchmark, one table of ratios at the end (bench/run_all.py; BENCH_ARGS=--quick for a
+# short pass). bench/vllm_ratio.py joins automatically once it exists.
 bench: install
-	$(BIN)/python bench/cli_startup.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check src tests bench

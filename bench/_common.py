@@ -1,0 +1,44 @@
+"""Shared by the bench scripts: one machine-readable result line per measured figure.
+
+Every script prints, next to its human-readable report, lines of the form
+
+    RESULT {"name": ..., "value": ..., "unit": ..., "target": ..., "ok": ...}
+
+which `bench/run_all.py` collects into one table (and `make bench` prints).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def load() -> str:
+    """The 1-minute load average and the core count: a figure means little without them."""
+    return f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
+def result(name: str, value: float, unit: str, *, target: str | None = None,
+           ok: bool | None = None, note: str = "") -> None:
+    """Print one RESULT line (`target` in words, e.g. "<= 1.05"; `ok` whether it is met)."""
+    print("RESULT " + json.dumps({"name": name, "value": round(value, 4), "unit": unit,
+                                  "target": target, "ok": ok, "note": note, "load": load()}),
+          flush=True)
+
+
+class Reencoding:
+    """The previous engine's behaviour: an engine seen without its session methods, so every
+    rollout step re-sends (and re-encodes) the whole prompt through `generate`."""
+
+    def __init__(self, engine: object) -> None:
+        self._engine = engine
+        self.backend = f"{getattr(engine, 'backend', '?')} (re-encoding)"
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        return self._engine.apply_chat_template(messages)  # type: ignore[attr-defined,no-any-return]
+
+    def generate(self, prompts, settings, on_progress=None):  # type: ignore[no-untyped-def]
+        return self._engine.generate(prompts, settings, on_progress)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        """The wrapped engine is closed by its owner."""
