@@ -179,14 +179,30 @@ def _cuda_visible(eval_gpus: str | None) -> bool:
                for d in os.environ.get("PATH", "").split(os.pathsep)) or Path("/dev/nvidia0").exists()
 
 
-def _candidates(name: str, eval_gpus: str | None) -> list[tuple[str, str]]:
+def _candidates(name: str, eval_gpus: str | None, *, auto: bool = False,
+                skipped: list[str] | None = None) -> list[tuple[str, str]]:
     """(python, env) pairs that may run engine `name`: a2rl's own interpreter first when the
     engine's package is importable there, then separate venvs (GPU builds first on a GPU box)."""
     out: list[tuple[str, str]] = []
+    skipped = [] if skipped is None else skipped
     spec = engine_spec(name)
     if not spec.packages or any(_distribution_version(p) for p in spec.packages):
         out.append((sys.executable, "a2rl"))
     envs = [(f, m) for f, m in installed_envs() if m.get("engine") == name]
+    if auto:
+        # A venv without the task dependencies a2rl's environment has (ALFWorld, the judge's
+        # metric, spaCy) would fail those tasks' evaluations: auto passes it by (explicitly
+        # requested, it is used).
+        from a2rl.inference._venv import present_extras
+
+        wanted = set(present_extras())
+        for folder, manifest in list(envs):
+            missing = wanted - set(manifest.get("extras") or [])
+            if missing:
+                envs.remove((folder, manifest))
+                skipped.append(f"{name} in {folder}: lacks the extras {', '.join(sorted(missing))} "
+                               f"(a2rl engines install {name} --force --extras "
+                               f"{','.join(sorted(wanted))})")
     gpu = _cuda_visible(eval_gpus)
     envs.sort(key=lambda fm: (fm[1].get("device") == "cpu") == gpu)
     out.extend((str(venv_python(f)), str(f)) for f, _ in envs)
@@ -267,7 +283,7 @@ def resolve(requested: EngineRequest | str = "auto", *, memory_fraction: float |
     notes: list[str] = []
     for name in names:
         spec = engine_spec(name)
-        candidates = _candidates(name, eval_gpus)
+        candidates = _candidates(name, eval_gpus, auto=requested == "auto", skipped=notes)
         if probe_only_here:
             candidates = [c for c in candidates if c[1] == "a2rl"]
         if name == "transformers" and not candidates:
@@ -373,3 +389,15 @@ def describe_engines() -> list[str]:
     except A2RLError as exc:
         lines.append(f"--engine auto → none: {exc.message}")
     return lines
+
+
+def instructions_line(info: EngineInfo) -> str:
+    """The workspace instructions' line on how evaluations run (engine, device, memory)."""
+    where = "the CPU" if info.device == "cpu" else "the GPU"
+    if info.eval_gpus is not None and info.device != "cpu":
+        where = (f"GPU(s) {info.eval_gpus} (the evaluation's own CUDA_VISIBLE_DEVICES: train on "
+                 "the others, or leave room on those)")
+    memory = (f", reserving {info.memory_fraction:.0%} of its {'RAM' if info.device == 'cpu' else 'memory'}"
+              if info.memory_fraction else "")
+    return (f"- Evaluations generate with {info.package} {info.version or ''} on {where}"
+            f"{memory}; greedy outputs of different engines can differ in rare near-ties.")
