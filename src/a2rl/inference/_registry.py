@@ -52,9 +52,21 @@ BUILTIN_ENGINES = {
 ENGINE_MANIFEST = "a2rl-engine.json"
 """Written into each engine venv a2rl creates: which engine, package and version it holds."""
 PROBE_TIMEOUT_S = 300.0
-# The CPU vLLM build reserves this share of RAM by default (its own default, 0.9, would take the
-# machine); on GPU the share of the card, leaving room for nothing else but the evaluation.
-DEFAULT_MEMORY = {"cpu": 0.2, "cuda": 0.85}
+# On GPU vLLM reserves this share of the card (weights, activations, KV cache).
+DEFAULT_MEMORY = {"cuda": 0.85}
+CPU_MEMORY_BYTES = 4 << 30
+"""On CPU the share of RAM is sized for this much (vLLM's own default, 0.9, would take the
+machine; a small model needs about 1.5 GiB before any KV cache)."""
+
+
+def default_memory(device: str) -> float | None:
+    if device == "cpu":
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return 0.2
+        return round(min(0.5, max(0.05, CPU_MEMORY_BYTES / ram)), 3)
+    return DEFAULT_MEMORY.get(device)
 
 _selected: EngineInfo | None = None
 
@@ -296,7 +308,7 @@ def resolve(requested: EngineRequest | str = "auto", *, memory_fraction: float |
                 continue
             device = str(found.get("device") or "cpu")
             fraction = memory_fraction if memory_fraction is not None else \
-                DEFAULT_MEMORY.get(device)
+                default_memory(device)
             reason = "requested" if requested != "auto" else f"auto: {name} works in {env}"
             if notes:
                 reason += " (" + "; ".join(notes) + ")"

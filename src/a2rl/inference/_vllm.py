@@ -38,7 +38,10 @@ class VLLMEngine(EngineBase):
 
         self.device = str(current_platform.device_type)
         cpu = self.device == "cpu"
-        fraction = info.memory_fraction if info and info.memory_fraction else (0.2 if cpu else 0.85)
+        from a2rl.inference._registry import default_memory
+
+        fraction = info.memory_fraction if info and info.memory_fraction else \
+            default_memory(self.device) or 0.85
         fraction = float(os.environ.get("A2RL_VLLM_GPU_UTIL", fraction))
         self.tokenizer = load_tokenizer(model_dir, chat_template_from)
         self._stop_ids = stop_token_ids(self.tokenizer)
