@@ -18,6 +18,9 @@ def test_vllm_cpu_interactive_matches_transformers(smollm2_dir: Path, tmp_path: 
     engine = vllm_engine(monkeypatch)
     by_vllm = evaluate("deepsearchqa", DSQA, smollm2_dir, tmp_path / "vllm", engine)
     by_hf = evaluate("deepsearchqa", DSQA, smollm2_dir, tmp_path / "hf", None)
+    # details.jsonl opens with the task's summary row; the trajectories follow
+    by_vllm, by_hf = ([r for r in rows if "steps" in r] for rows in (by_vllm, by_hf))
+    assert len(by_vllm) == DSQA["max_heldout"]
     assert [t["episode_id"] for t in by_vllm] == [t["episode_id"] for t in by_hf]
     same, total, diffs = 0, 0, []
     for a, b in zip(by_vllm, by_hf, strict=True):
