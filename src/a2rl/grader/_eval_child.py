@@ -10,25 +10,46 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from a2rl.grader._evaluation import EvalJob
 from a2rl.grader._items import SplitError, item_values, restrict_to_split
+from a2rl.inference._registry import select as select_engine
 from a2rl.tasks import task_from_spec
+
+
+def _progress_channel() -> TextIO:
+    """The real stdout, for progress lines only; fd 1 then points at stderr, so whatever an
+    engine prints there (vLLM's banners, a library's warnings) lands in eval.log instead."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return channel
 
 
 def main(source: str) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
+    channel = _progress_channel()
     text = sys.stdin.read() if source == "-" else Path(source).read_text()
     job = EvalJob.model_validate_json(text)
+    # The run resolved its engine once (same engine for the baseline and every submission);
+    # every load_engine() of the task's evaluation loads that one.
+    select_engine(job.engine)
+    if job.engine is not None:
+        logging.getLogger("a2rl.eval").info("engine %s %s (%s, %s) under %s", job.engine.name,
+                                            job.engine.version, job.engine.package,
+                                            job.engine.device, job.engine.python)
     task = task_from_spec(job.task)
     items = (task.heldout_items() if job.split == "all"
              else restrict_to_split(task, job.split, job.test_fraction))
 
     def progress(done: int, total: int) -> None:
-        print(json.dumps({"done": done, "total": total}), flush=True)
+        channel.write(json.dumps({"done": done, "total": total}) + "\n")
+        channel.flush()
 
     outcome = task.evaluate(Path(job.model_dir),
                             chat_template_from=Path(job.chat_template_from)

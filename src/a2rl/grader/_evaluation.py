@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +21,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from a2rl.grader._items import ItemValues
 from a2rl.grader._secret import redacted_spec
+from a2rl.inference._registry import child_env, child_python
+from a2rl.inference._registry import selected as selected_engine
+from a2rl.records._engine import EngineInfo
 from a2rl.tasks import EvalOutcome, TaskSpec
 
 EVALUATOR_VERSION = "2"
@@ -43,6 +45,9 @@ class EvalJob(BaseModel):
     """Share of the held-out items in the hidden test split."""
     secret_fields: list[str] = Field(default_factory=list)
     """Task options left out of the job file on disk (the held-out seed)."""
+    engine: EngineInfo | None = None
+    """The engine the child generates with, its interpreter and devices (None: the one
+    selected in this process by the run, else transformers in a2rl's environment)."""
 
 
 class EvalFailed(Exception):
@@ -61,12 +66,14 @@ def run_evaluation(job: EvalJob, *, timeout_s: float,
     """Evaluate in a child process. Per-item details go to out_dir/details.jsonl."""
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if job.engine is None:
+        job = job.model_copy(update={"engine": selected_engine()})
     (out / "job.json").write_text(json.dumps(redacted_job(job), indent=2))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    env = child_env(job.engine, dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                                     TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1"))
     with open(out / "eval.log", "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "a2rl.grader._eval_child", "-"],
+            [child_python(job.engine), "-m", "a2rl.grader._eval_child", "-"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
             start_new_session=True,
         )

@@ -1,4 +1,5 @@
-"""Batched generation behind one interface: transformers on CPU, vLLM on GPU when installed."""
+"""Batched generation behind one interface; engines by name in `_registry` (transformers,
+vLLM on GPU or CPU, plug-ins), chosen per run with --engine."""
 
 from a2rl.inference._engine import (
     Engine,
@@ -10,10 +11,10 @@ from a2rl.inference._engine import (
     cut_at_stop,
     end_session,
     generate_sessions,
-    load_engine,
     vllm_usable,
 )
+from a2rl.inference._registry import engine_names, load_engine, resolve, select
 
 __all__ = ["Engine", "EngineBase", "GenerationSettings", "ProgressFn", "SessionEngine",
-           "SessionPrompt", "cut_at_stop", "end_session", "generate_sessions", "load_engine",
-           "vllm_usable"]
+           "SessionPrompt", "cut_at_stop", "end_session", "engine_names", "generate_sessions",
+           "load_engine", "resolve", "select", "vllm_usable"]

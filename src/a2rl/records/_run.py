@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from a2rl.records._engine import EngineInfo, EngineRequest
 from a2rl.records._grader import (
     BaselineRecord,
     BestSoFar,
@@ -125,6 +126,13 @@ class RunConfig(BaseModel):
     """--agent-dir: host folders mounted read-only into the sandbox (absolute paths)."""
     study: StudyRef | None = None
     """--study / a sweep cell: the study whose held-out seeds and grader key the run used."""
+    engine: EngineRequest = "auto"
+    """--engine: the inference engine of the evaluations (auto: vLLM where it is installed and
+    works, else transformers); the one that ran is `RunRecord.engine`."""
+    eval_gpus: str | None = None
+    """--eval-gpus: CUDA_VISIBLE_DEVICES of the evaluation child (None: inherited)."""
+    vllm_memory: float | None = Field(default=None, gt=0.0, le=1.0)
+    """--vllm-memory: share of GPU memory (of RAM on CPU) vLLM reserves (None: its default)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:
@@ -273,3 +281,6 @@ class RunRecord(BaseModel):
     """Why the run failed, when it did."""
     imported: ImportInfo | None = None
     """Set when another harness made the run and `a2rl import` brought it in."""
+    engine: EngineInfo | None = None
+    """The engine every evaluation of the run generated with (resolved once at the start):
+    name, package and version, the interpreter and venv it ran in, device and memory share."""

@@ -206,11 +206,16 @@ class _TaskRun:
                                params=redacted_params(task), fingerprint=public_fingerprint(task),
                                scorer=task.scorer(), n_heldout=len(task.heldout_items()))
         from a2rl.inference._chat import load_tokenizer, render_chat
+        from a2rl.inference._registry import instructions_line, resolve_for_run
 
         tokenizer = load_tokenizer(base.path)
         description = task.description(chat_preview=lambda m: render_chat(tokenizer, m))
+        # One engine for the baseline and every submission (a2rl.inference._registry).
+        record.engine = resolve_for_run(config.engine, memory_fraction=config.vllm_memory,
+                                        eval_gpus=config.eval_gpus)
         protocol = GradingProtocol(final=config.final, max_submissions=config.max_submissions,
-                                   min_interval_s=config.min_interval_s)
+                                   min_interval_s=config.min_interval_s,
+                                   evaluation=instructions_line(record.engine))
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
                                   budget_s=config.budget_s, description=description,
                                   protocol=protocol, network=NetworkFacts(

@@ -64,6 +64,8 @@ class GradingProtocol:
     """off: the best submission counts; hidden: dev feedback, one hidden final evaluation."""
     max_submissions: int | None = None
     min_interval_s: float | None = None
+    evaluation: str | None = None
+    """Which engine and devices evaluate (a2rl.inference._registry.instructions_line)."""
 
     def text(self) -> str:
         lines = ["- You may submit as often as you like" + (
@@ -86,6 +88,8 @@ class GradingProtocol:
         if self.min_interval_s:
             lines.append(f"- Submissions closer than {self.min_interval_s:.0f} s to the previous "
                          "accepted one are rejected with the time to wait.")
+        if self.evaluation:
+            lines.append(self.evaluation.replace("$", "$$"))
         lines.append("- Every score comes with a 95% confidence interval (`ci_low`, `ci_high`) "
                      "over the items, and `significant: false` when the difference from the "
                      "baseline is within that noise.")
