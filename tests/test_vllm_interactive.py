@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _vllm_common import evaluate, report, vllm_engine
 
-DSQA = {"source": "offline", "max_heldout": 6, "heldout_seed": 77, "judge": "string"}
+DSQA = {"source": "offline", "max_heldout": 3, "heldout_seed": 77, "judge": "string"}
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _vllm_common import evaluate, report, vllm_engine
 
-ARITH = {"n_train": 10, "n_heldout": 40, "heldout_seed": 1234}
+ARITH = {"n_train": 10, "n_heldout": 16, "heldout_seed": 1234}
 
 
 @pytest.mark.slow

@@ -236,7 +236,7 @@ class Matrix(_Strict):
     """Drivers for CLI agents (default: each agent's own)."""
     modes: list[str] = Field(default_factory=lambda: ["free"])
     """Operating modes (free, sft-only, rl-oriented)."""
-    scaffolds: list[str | None] = Field(default_factory=lambda: [None])
+    scaffolds: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
     """Experience-driven scaffold settings, one per ablation arm: `none`/null (autonomous),
     or `--scaffold` component lists such as `journal`, `journal,skills` or `all`."""
     scaffold_options: dict[str, str] = Field(default_factory=dict)

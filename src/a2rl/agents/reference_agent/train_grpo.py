@@ -12,6 +12,7 @@ import json
 import os
 import time
 import warnings
+from typing import Any
 
 import torch
 from datasets import Dataset
@@ -79,8 +80,8 @@ def main() -> None:
         dataloader_num_workers=0,
         gradient_checkpointing=False,
     )
-    callbacks = [LineProgress(args.max_seconds if timed else None)]
-    optimizers = (None, None)
+    callbacks: list[Any] = [LineProgress(args.max_seconds if timed else None)]
+    optimizers: tuple[Any, Any] = (None, None)
     saved: list = []
 
     def save(step):

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Any
 
 import torch
 from datasets import Dataset
@@ -145,7 +146,7 @@ def main() -> None:
         dataloader_num_workers=0,
     )
     callbacks = [progress_callback(args.max_seconds if timed else None)]
-    optimizers = (None, None)
+    optimizers: tuple[Any, Any] = (None, None)
     if timed:
         from a2rl.agents.reference_agent.recipe import lr_factor
 
