@@ -20,7 +20,7 @@ from a2rl.runner import RunConfig, run
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> None:
     cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129}, agent="reference",
-                    agent_options={"steps": "40"}, model=str(smollm2_dir),
+                    agent_options={"steps": "40", "gen_items": "150"}, model=str(smollm2_dir),
                     mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
                     port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(cfg)
@@ -31,12 +31,8 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     assert 0 < rec.baseline.score < 50  # low but not zero, as the task was chosen to be
     assert rec.best.score > rec.baseline.score, (rec.baseline.score, rec.best.score)
     assert [s.status for s in rec.submissions] == ["scored", "scored"]
-    # after SFT the model answers in the required format: the strict metric (first line is
-    # exactly the answer) is 0 for the base model and close to the score afterwards
     import json
 
-    best_eval = json.loads((rd / "evals" / rec.best.submission_id / "outcome.json").read_text())
-    assert rec.baseline.metrics["strict"] < 5 < best_eval["metrics"]["strict"]
     # the second stage started from the first
     from a2rl.recording import read_artifacts
 
@@ -46,5 +42,5 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     # the training data are the model's own answers, right or with the final number corrected
     rows = [json.loads(line) for line in
             (rd / "workspace" / "code" / "train_data.jsonl").read_text().splitlines()]
-    assert len(rows) > 100 and {"self", "corrected"} <= {r["source"] for r in rows}
+    assert len(rows) > 100 and {"self", "corrected", "worked"} <= {r["source"] for r in rows}
     assert "rejection sampling on" in transcript
