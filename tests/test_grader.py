@@ -3,6 +3,8 @@ integration tests): token, rules, baseline copies, cache, serialization, budget.
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -104,6 +106,31 @@ def test_baseline_copy_scores_baseline_without_evaluating(client, model_copy) ->
     r = c.post("/submit", json={"model_path": "output/same"}).json()
     assert r["status"] == "baseline_copy" and r["score"] == 10.0 and r["improvement"] == 0.0
     assert fake.calls == 0
+
+
+def test_copy_of_the_workspace_model_is_a_baseline_copy_when_the_cache_has_hidden_files(
+        tmp_path: Path, tiny_model: Path) -> None:
+    """The embedded model's cache folder holds a `.complete` marker the workspace copy leaves
+    out: `cp -r model output/v1` inside the sandbox must still be recognised as the base model."""
+    from a2rl.grader._artifact import folder_content_key, open_submission, snapshot_submission
+    from a2rl.workspace import build_workspace
+
+    cache = tmp_path / "cache"
+    shutil.copytree(tiny_model, cache)
+    (cache / ".complete").write_text("embedded\n")
+    base = resolve_model(str(cache))
+    ws = build_workspace(tmp_path / "ws", task=get_task("arith", TINY_TASK), base=base,
+                         mode="free", budget_s=600, description="test")
+    assert not (ws.model_dir / ".complete").exists()
+    shutil.copytree(ws.model_dir, ws.root / "output" / "v1")
+    fd = os.open(ws.root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with open_submission("output/v1", fd, ws.root) as (sub_fd, rel):
+            snap = snapshot_submission(sub_fd, rel, tmp_path / "artifacts", 1 << 32)
+    finally:
+        os.close(fd)
+    assert snap.artifact_hash == base.content_hash
+    assert snap.content_key == folder_content_key(base.path, base.content_hash)
 
 
 def test_identical_weights_hit_the_cache_and_are_recorded(client, model_copy) -> None:

@@ -267,7 +267,9 @@ def folder_content_key(folder: Path, weights: str) -> str:
     """The content key of a trusted folder (the base model), read the ordinary way."""
     hashes = {}
     for p in sorted(folder.iterdir()):
-        if p.is_file() and not p.name.endswith(".safetensors"):
+        # Hidden files (the model cache's `.complete` marker) are not copied into the
+        # workspace (workspace/_build.py), so a verbatim copy of `model/` has none of them.
+        if p.is_file() and not p.name.endswith(".safetensors") and not p.name.startswith("."):
             h = hashlib.sha256()
             with p.open("rb") as fh:
                 while chunk := fh.read(1 << 22):
