@@ -7,8 +7,6 @@ Sized in seconds like train_sft.py (`--max-seconds`: cosine over the wall clock,
 out/c1..cN evenly in time) or in steps (`--max-steps`, saved to out).
 """
 
-import argparse
-import json
 import os
 import time
 import warnings
@@ -20,8 +18,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from a2rl.agents.reference_agent.recipe import arith_reward, lr_factor
-from a2rl.agents.reference_agent.train_sft import Clock, LineProgress, TimeBudget
+from a2rl.agents.reference_agent.recipe import arith_reward
+from a2rl.agents.reference_agent.train_sft import (
+    LineProgress,
+    base_parser,
+    load_rows,
+    timed_schedule,
+    write_model,
+)
 
 
 def reward_fn(completions, answer, **kwargs):
@@ -31,27 +35,15 @@ def reward_fn(completions, answer, **kwargs):
 
 def main() -> None:
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--lr", type=float, default=5e-6)
-    ap.add_argument("--max-steps", type=int, default=2)
-    ap.add_argument("--max-seconds", type=float, default=0.0)
-    ap.add_argument("--checkpoints", type=int, default=1)
+    ap = base_parser(lr=5e-6, max_steps=2)
     ap.add_argument("--num-generations", type=int, default=4)
     ap.add_argument("--prompts-per-step", type=int, default=2)
     ap.add_argument("--max-completion-length", type=int, default=16,
                     help="the evaluator's max_new_tokens: the policy is judged at that length")
     ap.add_argument("--temperature", type=float, default=0.9)
-    ap.add_argument("--max-train", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
-    rows = [json.loads(line) for line in open(args.data)]
-    if args.max_train:
-        rows = rows[: args.max_train]
+    rows = load_rows(args)
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}],
                                   "answer": str(r["answer"])} for r in rows])
     tokenizer = AutoTokenizer.from_pretrained(args.model)
@@ -82,21 +74,10 @@ def main() -> None:
     )
     callbacks: list[Any] = [LineProgress(args.max_seconds if timed else None)]
     optimizers: tuple[Any, Any] = (None, None)
-    saved: list = []
-
-    def save(step):
-        out = os.path.join(args.out, f"c{len(saved) + 1}")
-        write_model(model, tokenizer, out, args, step)
-        saved.append(out)
-
     if timed:
-        clock = Clock()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: lr_factor(step, clock.elapsed(), args.max_seconds,
-                                              warmup_steps=1))
-        optimizers = (optimizer, scheduler)
-        callbacks.append(TimeBudget(clock, args.max_seconds, args.checkpoints, save))
+        optimizers, budget = timed_schedule(model, tokenizer, args, "grpo", "trl.GRPOTrainer",
+                                            warmup_steps=1)
+        callbacks.append(budget)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=config,
                           train_dataset=dataset, processing_class=tokenizer,
                           callbacks=callbacks, optimizers=optimizers)
@@ -106,16 +87,8 @@ def main() -> None:
     print(f"GRPO: {trainer.state.global_step} steps in {time.monotonic() - start:.0f} s",
           flush=True)
     if not timed:
-        write_model(model, tokenizer, args.out, args, trainer.state.global_step)
-
-
-def write_model(model, tokenizer, out, args, step):
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    with open(os.path.join(out, "a2rl_train_args.json"), "w") as fh:
-        json.dump({**vars(args), "step": step, "method": "grpo", "library": "trl.GRPOTrainer"},
-                  fh, indent=2)
-    print(f"saved {out} (step {step})", flush=True)
+        write_model(model, tokenizer, args.out, args, trainer.state.global_step,
+                    "grpo", "trl.GRPOTrainer")
 
 
 if __name__ == "__main__":

@@ -90,29 +90,60 @@ def progress_callback(total_s=None) -> TrainerCallback:
     return LineProgress(total_s)
 
 
-def main() -> None:
-    # transformers 5 renames gradient_checkpointing; TRL still sets the old name.
-    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+def base_parser(*, lr: float, max_steps: int) -> argparse.ArgumentParser:
+    """The options every training script of the reference agent shares (SFT and GRPO)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--max-steps", type=int, default=60)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=lr)
+    ap.add_argument("--max-steps", type=int, default=max_steps)
     ap.add_argument("--max-train", type=int, default=0, help="0 = all rows")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--max-seconds", type=float, default=0.0,
                     help="size the run in seconds instead of steps (0 = use --max-steps)")
     ap.add_argument("--checkpoints", type=int, default=1,
                     help="with --max-seconds: checkpoints out/c1..cN saved evenly in time")
-    args = ap.parse_args()
+    return ap
 
+
+def load_rows(args) -> list:
+    """The JSON-lines training rows, cut to --max-train; torch uses every core it is given."""
     torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
     rows = [json.loads(line) for line in open(args.data)]
-    if args.max_train:
-        rows = rows[: args.max_train]
+    return rows[: args.max_train] if args.max_train else rows
+
+
+def timed_schedule(model, tokenizer, args, method: str, library: str, warmup_steps: int = 5):
+    """With --max-seconds: AdamW with the wall-clock cosine (recipe.lr_factor) and the callback
+    that stops on time and saves out/c1..cN evenly in time."""
+    from a2rl.agents.reference_agent.recipe import lr_factor
+
+    clock = Clock()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    # LambdaLR passes the step; the cosine runs over the wall clock (see lr_factor).
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(step, clock.elapsed(), args.max_seconds,
+                                          warmup_steps=warmup_steps))
+    saved: list = []
+
+    def save(step):
+        out = os.path.join(args.out, f"c{len(saved) + 1}")
+        write_model(model, tokenizer, out, args, step, method, library)
+        saved.append(out)
+
+    return (optimizer, scheduler), TimeBudget(clock, args.max_seconds, args.checkpoints, save)
+
+
+def main() -> None:
+    # transformers 5 renames gradient_checkpointing; TRL still sets the old name.
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+    ap = base_parser(lr=1e-4, max_steps=60)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--max-length", type=int, default=256)
+    args = ap.parse_args()
+
+    rows = load_rows(args)
     dataset = Dataset.from_list([
         {"prompt": r["prompt_messages"] if "prompt_messages" in r
          else [{"role": "user", "content": r["prompt"]}],
@@ -148,35 +179,23 @@ def main() -> None:
     callbacks = [progress_callback(args.max_seconds if timed else None)]
     optimizers: tuple[Any, Any] = (None, None)
     if timed:
-        from a2rl.agents.reference_agent.recipe import lr_factor
-
-        clock = Clock()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-        # LambdaLR passes the step; the cosine runs over the wall clock (see lr_factor).
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: lr_factor(step, clock.elapsed(), args.max_seconds))
-        optimizers = (optimizer, scheduler)
-
-        def save(step):
-            out = os.path.join(args.out, f"c{len(saved) + 1}")
-            write_model(model, tokenizer, out, args, step)
-            saved.append(out)
-
-        saved: list = []
-        callbacks.append(TimeBudget(clock, args.max_seconds, args.checkpoints, save))
+        optimizers, budget = timed_schedule(model, tokenizer, args, "sft", "trl.SFTTrainer")
+        callbacks.append(budget)
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset,
                          processing_class=tokenizer, callbacks=callbacks, optimizers=optimizers)
     trainer.remove_callback(PrinterCallback)  # LineProgress already reports each log step
     trainer.train()
     if not timed:
-        write_model(model, tokenizer, args.out, args, trainer.state.global_step)
+        write_model(model, tokenizer, args.out, args, trainer.state.global_step,
+                    "sft", "trl.SFTTrainer")
 
 
-def write_model(model, tokenizer, out, args, step):
+def write_model(model, tokenizer, out, args, step, method, library):
+    """save_pretrained plus the arguments and step, which a2rl's analysis reads back."""
     model.save_pretrained(out)  # trained in place by the trainer
     tokenizer.save_pretrained(out)
     with open(os.path.join(out, "a2rl_train_args.json"), "w") as fh:
-        json.dump({**vars(args), "step": step, "method": "sft", "library": "trl.SFTTrainer"},
+        json.dump({**vars(args), "step": step, "method": method, "library": library},
                   fh, indent=2)
     print(f"saved {out} (step {step})", flush=True)
 
