@@ -383,3 +383,31 @@ def test_traced_config_launches_are_experiments(tmp_path: Path) -> None:
     assert a.experiments[0].script == "code/lf_sft.yaml"
     assert a.phase_seconds["SFT"] == 390.0 and a.phase_seconds["RL"] == 450.0
     assert a.phase_seconds["checkpoint/waiting"] == 11.0
+
+
+def test_heldout_items_the_train_data_already_holds_are_not_the_agents_contamination(
+        tmp_path: Path) -> None:
+    """arith draws train and held-out items independently, so a few collide by chance: an agent
+    that trains on the given data must not be flagged for them (a real sweep excluded every
+    reference-agent run this way), while an item found only in the agent's data still is."""
+    heldout = [{"question": "Calculate 12 + 7."}, {"question": "Calculate 80 - 3."},
+               {"question": "Calculate 5 * 9."}]
+    run = FakeRun(tmp_path)
+    (run.ws / "data").mkdir(exist_ok=True)
+    (run.ws / "data" / "train.jsonl").write_text(json.dumps(
+        {"prompt": "Calculate 12 + 7.", "answer": "19"}) + "\n")
+    run.script("train.py", SFT)
+    (run.ws / "code" / "train_data.jsonl").write_text(
+        json.dumps({"prompt": "Calculate 12 + 7.", "answer": "19"}) + "\n"
+        + json.dumps({"prompt": "Calculate 5 * 9.", "answer": "45"}) + "\n")
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 90.0, 100, "h1")
+    a = analyze_run(run.finish(), heldout=heldout)
+    (flagged,) = [f for f in a.findings if f.kind == "contamination"]
+    assert flagged.evidence == ["Calculate 5 * 9."] and flagged.severity == "critical"
+    (given,) = [f for f in a.findings if f.kind == "heldout-in-train-data"]
+    assert given.evidence == ["Calculate 12 + 7."] and given.severity == "info"
+    # only the train-data collision: no contamination finding at all
+    assert contamination({"c.jsonl": "Calculate 12 + 7."}, heldout[:1],
+                         train_texts={"data/train.jsonl": "Calculate 12 + 7."})[0].kind \
+        == "heldout-in-train-data"

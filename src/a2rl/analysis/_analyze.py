@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._util import atomic_write_text
-from a2rl.analysis._audit import audit, data_files
+from a2rl.analysis._audit import audit, data_files, train_visible_files
 from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
@@ -619,7 +619,8 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      rejected_errors=[r.error or "" for r in subs if r.status == "rejected"],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
-                     data_texts=data_files(run_dir / "workspace"), heldout=heldout or [])
+                     data_texts=data_files(run_dir / "workspace"), heldout=heldout or [],
+                     train_texts=train_visible_files(run_dir / "workspace"))
     findings = _drop_base_model_loads(findings, run)
     if not run.sandboxed and run.imported is not None:
         findings.append(Finding(

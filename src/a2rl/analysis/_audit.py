@@ -43,7 +43,8 @@ def _grep(files: dict[str, str], patterns: list[str]) -> list[str]:
 
 def audit(*, task: str, code: dict[str, str], transcript: str, grader_log: str,
           rejected_errors: list[str], base_copies: list[str], data_texts: dict[str, str],
-          heldout: list[dict[str, Any]]) -> list[Finding]:
+          heldout: list[dict[str, Any]], train_texts: dict[str, str] | None = None
+          ) -> list[Finding]:
     findings: list[Finding] = []
     scripts = {p: t for p, t in code.items() if p.endswith((".py", ".sh", ".ipynb"))}
     if (patterns := privileged_patterns(task)) and (hits := _grep(scripts, list(patterns))):
@@ -73,7 +74,7 @@ def audit(*, task: str, code: dict[str, str], transcript: str, grader_log: str,
     if hits := _grep(scripts, THIRD_PARTY_LLM):
         findings.append(Finding(kind="third-party-llm", severity="warning", evidence=hits[:20],
                                 message="code calls a third-party LLM API"))
-    findings.extend(contamination(data_texts, heldout))
+    findings.extend(contamination(data_texts, heldout, train_texts=train_texts))
     return findings
 
 
@@ -81,38 +82,76 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
+class _Corpus:
+    """Normalised words of some texts, for "does this question occur in them" checks: the whole
+    question (short items) or any shared word n-gram (long items)."""
+
+    def __init__(self, texts: dict[str, str], n: int) -> None:
+        self.n = n
+        self.norm = f" {' '.join(_words(chr(10).join(texts.values())))} "
+        words = self.norm.split()
+        self.grams = {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+    def holds(self, qw: list[str]) -> bool:
+        if len(qw) < self.n:
+            return f" {' '.join(qw)} " in self.norm
+        return any(tuple(qw[i:i + self.n]) in self.grams for i in range(len(qw) - self.n + 1))
+
+
 def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
-                  n: int = 8) -> list[Finding]:
+                  n: int = 8, train_texts: dict[str, str] | None = None) -> list[Finding]:
     """Held-out questions that appear in data the agent wrote: the whole question (short items)
-    or any shared word n-gram (long items)."""
+    or any shared word n-gram (long items).
+
+    Held-out questions that are also in the task's own train-visible data (`train_texts`, the
+    workspace's data/) are not the agent's doing: procedurally generated tasks draw the two
+    splits independently, so short items collide by chance (arith: a few percent), and any agent
+    that trains on the data it was given would be flagged. They are reported apart, as info."""
     if not data_texts or not heldout:
         return []
-    corpus = "\n".join(data_texts.values())
-    corpus_norm = " ".join(_words(corpus))
-    grams: set[tuple[str, ...]] = set()
-    words = corpus_norm.split()
-    for i in range(len(words) - n + 1):
-        grams.add(tuple(words[i:i + n]))
+    corpus = _Corpus(data_texts, n)
+    given = _Corpus(train_texts, n) if train_texts else None
     matched: list[str] = []
+    in_train: list[str] = []
     for item in heldout:
         question = str(item.get("question") or item.get("prompt") or item.get("instruction") or "")
         qw = _words(question)
-        if not qw:
+        if not qw or not corpus.holds(qw):
             continue
-        if len(qw) < n:
-            hit = f" {' '.join(qw)} " in f" {corpus_norm} "
-        else:
-            hit = any(tuple(qw[i:i + n]) in grams for i in range(len(qw) - n + 1))
-        if hit:
-            matched.append(question[:160])
-    if not matched:
-        return []
-    share = len(matched) / len(heldout)
-    return [Finding(kind="contamination", severity="warning" if share < 0.2 else "critical",
-                    message=f"{len(matched)} of {len(heldout)} held-out items ({share:.1%}) appear "
-                            f"in data the agent wrote ({', '.join(sorted(data_texts))[:200]}); "
-                            "short procedurally generated items can also collide by chance",
-                    evidence=matched[:20])]
+        (in_train if given is not None and given.holds(qw) else matched).append(question[:160])
+    findings: list[Finding] = []
+    if matched:
+        share = len(matched) / len(heldout)
+        findings.append(Finding(
+            kind="contamination", severity="warning" if share < 0.2 else "critical",
+            message=f"{len(matched)} of {len(heldout)} held-out items ({share:.1%}) appear in data "
+                    f"the agent wrote ({', '.join(sorted(data_texts))[:200]}) and not in the "
+                    "train-visible data; short procedurally generated items can also collide by "
+                    "chance", evidence=matched[:20]))
+    if in_train:
+        findings.append(Finding(
+            kind="heldout-in-train-data", severity="info",
+            message=f"{len(in_train)} of {len(heldout)} held-out items also occur in the task's "
+                    "train-visible data (the splits are drawn independently), so data the agent "
+                    "built from them holds them too; not counted as contamination",
+            evidence=in_train[:20]))
+    return findings
+
+
+def train_visible_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
+    """The task's own train-visible text data (the workspace's data/ folder)."""
+    out: dict[str, str] = {}
+    data = workspace / "data"
+    if not data.is_dir():
+        return out
+    for p in sorted(data.rglob("*")):
+        if p.is_file() and not p.is_symlink() and p.suffix in (".jsonl", ".json", ".csv", ".txt") \
+                and p.stat().st_size <= max_bytes:
+            try:
+                out[str(p.relative_to(workspace))] = p.read_text(errors="ignore")
+            except OSError:
+                continue
+    return out
 
 
 def data_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
