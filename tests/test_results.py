@@ -106,6 +106,23 @@ def test_policy_decides_what_counts() -> None:
         Policy(audit="maybe")  # type: ignore[arg-type]
 
 
+def test_runs_the_harness_did_not_finish_are_marked_and_never_counted() -> None:
+    # A sweep retries a killed cell as a new run: the dead run (closed as harness_died) lies
+    # beside its retry in DIR/runs. Its zero submissions and missing best are no result.
+    done = _row(status="finished", best=30.0, submissions=2, valid_rate=1.0)
+    dead = _row(status="failed", best=None, submissions=0, valid_rate=None)
+    live = _row(status="running", best=None, submissions=1)
+    imported = _row(best=50.0, submissions=4)  # no status column: its harness reported a result
+    for policy in (Policy(), Policy(audit="include", unsandboxed="include")):
+        [cell] = aggregate([done, dead, live, imported], policy)
+        assert len(cell.runs) == 4 and len(cell.counted) == 2
+        assert cell.stats["submissions"].mean == 3.0 and cell.stats["submissions"].n == 2
+        assert cell.stats["best"].mean == 40.0
+        assert cell.mark_text() == "harness-failed×1, unfinished×1"
+    assert not Policy().counted(dead) and Policy().counted(done)
+    assert "never counted" in Policy().describe()
+
+
 def test_cells_group_by_stack_task_mode_model() -> None:
     rows = [_row(stack="a", best=1.0, improvement=0.5, valid_rate=1.0, submissions=2),
             _row(stack="a", best=3.0, improvement=1.5, valid_rate=0.5, submissions=4),
@@ -199,6 +216,8 @@ def test_export_csv_and_parquet_read_by_pandas(results_dir: Path, tmp_path: Path
                                             "results.cells.csv"]
     runs = pd.read_csv(tmp_path / "results.csv")
     assert len(runs) == 10 and set(runs["counted"]) == {True, False}
+    # the run whose harness failed in setup is listed, never counted
+    assert not runs.set_index("run_id").loc["20260301-170000-opencode-a", "counted"]
     subs = pd.read_csv(tmp_path / "results.submissions.csv")
     assert len(subs) == 16 and subs.groupby("run_id")["best_so_far"].max().max() == 64.82
     cells = pd.read_csv(tmp_path / "results.cells.csv")

@@ -84,7 +84,8 @@ REFERENCE = {"name": "reference", "agent": "reference",
 def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY,
                  tasks: list[dict[str, Any]] | None = None, reference: bool = True,
                  **extra: Any) -> dict[str, Any]:
-    """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets."""
+    """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets (the unit
+    tests use it whole; the end-to-end tests pass `tasks`/`repeats` for the fewest real runs)."""
     data: dict[str, Any] = {
         "name": f"t-{backend}", "backend": backend, "repeats": 2, "max_attempts": 2,
         "budget": "5m", "tasks": tasks or [ARITH, ARITH_MUL],
