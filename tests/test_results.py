@@ -31,7 +31,7 @@ from a2rl.results import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
-from make_results import make_results  # noqa: E402
+from make_results import Spec, make_results, write_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -241,6 +241,43 @@ def test_runs_list_json_and_csv(results_dir: Path) -> None:
     out = cli.invoke(app, ["runs", "list", "--runs-dir", str(results_dir / "runs"), "--csv"])
     assert out.exit_code == 0 and out.stdout.splitlines()[0].startswith("run_id,")
     assert len(out.stdout.splitlines()) == 11
+
+
+def test_a_sweeps_runs_carry_its_task_and_agent_labels(tmp_path: Path) -> None:
+    # Two entries of one task (arith with two generators) are two columns, each against its
+    # own baseline; a named `cmd:` agent is its row under its matrix name; an unnamed one keeps
+    # the hash of its command line. Found by a real sweep: its `honest-script` row read
+    # `cmd:1f0c…`, and the end-to-end matrix's arith-mul runs were pooled with arith's.
+    sweep = tmp_path / "sweep"
+    cmd = "cmd:python code/honest.py"
+    runs = [("20260302-090000-a", "arith", "honest", 20.0, 30.0),
+            ("20260302-091000-b", "arith-mul", "honest", 60.0, 50.0),
+            ("20260302-092000-c", "arith", "cmd", 20.0, 25.0)]
+    for run_id, label, agent_label, base, best in runs:
+        write_run(sweep / "runs", Spec(run_id, "arith", cmd if agent_label != "cmd" else
+                                       cmd + " --other", None, "free", base,
+                                       [(600, best, "SFT-only", ["SFT"])]))
+        cell = sweep / "cells" / run_id[-1] / "cell.json"
+        cell.parent.mkdir(parents=True)
+        cell.write_text(json.dumps({"id": run_id[-1], "spec": {
+            "task_label": label, "agent_label": agent_label, "driver_label": "default"},
+            "attempts": [{"run_id": run_id}]}))
+    (sweep / "sweep.json").write_text("{}")
+    loaded, bad = load_runs([sweep / "runs"])
+    assert bad == []
+    rows = {r["run_id"]: r for r in (run_row(x) for x in loaded)}
+    a, b, c = (rows[r[0]] for r in runs)
+    assert (a["task"], a["task_name"], a["stack"]) == ("arith", "arith", "honest")
+    assert (b["task"], b["task_name"], b["stack"]) == ("arith-mul", "arith", "honest")
+    assert c["stack"].startswith("cmd:") and len(c["stack"]) == 12
+    cells = {(x.key["stack"], x.key["task"]): x for x in aggregate(rows.values())}
+    assert cells[("honest", "arith-mul")].stats["best"].mean == 50.0
+    assert cells[("honest", "arith")].stats["best"].mean == 30.0
+    assert {s["task"] for s in submission_rows(loaded[1])} == {"arith-mul"}
+    # the same run outside a sweep directory keeps its own names
+    (sweep / "sweep.json").unlink()
+    plain = run_row(load_runs([sweep / "runs"])[0][1])
+    assert plain["task"] == "arith" and plain["stack"].startswith("cmd:")
 
 
 def test_hidden_final_score_is_the_result(loaded: list) -> None:  # type: ignore[type-arg]

@@ -34,7 +34,14 @@ from a2rl.sweep._state import (
     save_cell,
     save_info,
 )
-from a2rl.sweep._study import Study, create_study, find_study, read_study, study_params
+from a2rl.sweep._study import (
+    Study,
+    create_study,
+    find_study,
+    read_study,
+    study_params,
+    write_study,
+)
 
 WAIT_S = 5.0
 """Longest wait for the backend between two looks at the queue."""
@@ -135,9 +142,7 @@ def _study(matrix: Matrix, sweep_dir: Path, console: Console) -> Study:
             study, path = create_study(name, matrix.study_options)
             console.print(f"study {safe(name)}: created ({safe(path)}; secret: copy it to other "
                           "machines like a key)")
-        fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(study.model_dump_json(indent=1))
+        write_study(here, study)  # the sweep's own copy, as secret as the original
     if matrix.study_options and matrix.study_options != study.task_options:
         raise A2RLError(f"study_options differ from study {study.name}'s fixed options "
                         f"({study.task_options})",
