@@ -31,7 +31,7 @@ from a2rl.results import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
-from make_results import make_results  # noqa: E402
+from make_results import Spec, make_results, write_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +104,23 @@ def test_policy_decides_what_counts() -> None:
     assert "excluded from means" in Policy().describe()
     with pytest.raises(A2RLError, match="unknown"):
         Policy(audit="maybe")  # type: ignore[arg-type]
+
+
+def test_runs_the_harness_did_not_finish_are_marked_and_never_counted() -> None:
+    # A sweep retries a killed cell as a new run: the dead run (closed as harness_died) lies
+    # beside its retry in DIR/runs. Its zero submissions and missing best are no result.
+    done = _row(status="finished", best=30.0, submissions=2, valid_rate=1.0)
+    dead = _row(status="failed", best=None, submissions=0, valid_rate=None)
+    live = _row(status="running", best=None, submissions=1)
+    imported = _row(best=50.0, submissions=4)  # no status column: its harness reported a result
+    for policy in (Policy(), Policy(audit="include", unsandboxed="include")):
+        [cell] = aggregate([done, dead, live, imported], policy)
+        assert len(cell.runs) == 4 and len(cell.counted) == 2
+        assert cell.stats["submissions"].mean == 3.0 and cell.stats["submissions"].n == 2
+        assert cell.stats["best"].mean == 40.0
+        assert cell.mark_text() == "harness-failed×1, unfinished×1"
+    assert not Policy().counted(dead) and Policy().counted(done)
+    assert "never counted" in Policy().describe()
 
 
 def test_cells_group_by_stack_task_mode_model() -> None:
@@ -199,6 +216,8 @@ def test_export_csv_and_parquet_read_by_pandas(results_dir: Path, tmp_path: Path
                                             "results.cells.csv"]
     runs = pd.read_csv(tmp_path / "results.csv")
     assert len(runs) == 10 and set(runs["counted"]) == {True, False}
+    # the run whose harness failed in setup is listed, never counted
+    assert not runs.set_index("run_id").loc["20260301-170000-opencode-a", "counted"]
     subs = pd.read_csv(tmp_path / "results.submissions.csv")
     assert len(subs) == 16 and subs.groupby("run_id")["best_so_far"].max().max() == 64.82
     cells = pd.read_csv(tmp_path / "results.cells.csv")
@@ -222,6 +241,43 @@ def test_runs_list_json_and_csv(results_dir: Path) -> None:
     out = cli.invoke(app, ["runs", "list", "--runs-dir", str(results_dir / "runs"), "--csv"])
     assert out.exit_code == 0 and out.stdout.splitlines()[0].startswith("run_id,")
     assert len(out.stdout.splitlines()) == 11
+
+
+def test_a_sweeps_runs_carry_its_task_and_agent_labels(tmp_path: Path) -> None:
+    # Two entries of one task (arith with two generators) are two columns, each against its
+    # own baseline; a named `cmd:` agent is its row under its matrix name; an unnamed one keeps
+    # the hash of its command line. Found by a real sweep: its `honest-script` row read
+    # `cmd:1f0c…`, and the end-to-end matrix's arith-mul runs were pooled with arith's.
+    sweep = tmp_path / "sweep"
+    cmd = "cmd:python code/honest.py"
+    runs = [("20260302-090000-a", "arith", "honest", 20.0, 30.0),
+            ("20260302-091000-b", "arith-mul", "honest", 60.0, 50.0),
+            ("20260302-092000-c", "arith", "cmd", 20.0, 25.0)]
+    for run_id, label, agent_label, base, best in runs:
+        write_run(sweep / "runs", Spec(run_id, "arith", cmd if agent_label != "cmd" else
+                                       cmd + " --other", None, "free", base,
+                                       [(600, best, "SFT-only", ["SFT"])]))
+        cell = sweep / "cells" / run_id[-1] / "cell.json"
+        cell.parent.mkdir(parents=True)
+        cell.write_text(json.dumps({"id": run_id[-1], "spec": {
+            "task_label": label, "agent_label": agent_label, "driver_label": "default"},
+            "attempts": [{"run_id": run_id}]}))
+    (sweep / "sweep.json").write_text("{}")
+    loaded, bad = load_runs([sweep / "runs"])
+    assert bad == []
+    rows = {r["run_id"]: r for r in (run_row(x) for x in loaded)}
+    a, b, c = (rows[r[0]] for r in runs)
+    assert (a["task"], a["task_name"], a["stack"]) == ("arith", "arith", "honest")
+    assert (b["task"], b["task_name"], b["stack"]) == ("arith-mul", "arith", "honest")
+    assert c["stack"].startswith("cmd:") and len(c["stack"]) == 12
+    cells = {(x.key["stack"], x.key["task"]): x for x in aggregate(rows.values())}
+    assert cells[("honest", "arith-mul")].stats["best"].mean == 50.0
+    assert cells[("honest", "arith")].stats["best"].mean == 30.0
+    assert {s["task"] for s in submission_rows(loaded[1])} == {"arith-mul"}
+    # the same run outside a sweep directory keeps its own names
+    (sweep / "sweep.json").unlink()
+    plain = run_row(load_runs([sweep / "runs"])[0][1])
+    assert plain["task"] == "arith" and plain["stack"].startswith("cmd:")
 
 
 def test_hidden_final_score_is_the_result(loaded: list) -> None:  # type: ignore[type-arg]

@@ -84,7 +84,8 @@ REFERENCE = {"name": "reference", "agent": "reference",
 def small_matrix(model: Path, backend: str, *, agent: str = BASE_COPY,
                  tasks: list[dict[str, Any]] | None = None, reference: bool = True,
                  **extra: Any) -> dict[str, Any]:
-    """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets."""
+    """2 tasks × 2 agents (reference, scripted) × 2 repeats, as cheap as a run gets (the unit
+    tests use it whole; the end-to-end tests pass `tasks`/`repeats` for the fewest real runs)."""
     data: dict[str, Any] = {
         "name": f"t-{backend}", "backend": backend, "repeats": 2, "max_attempts": 2,
         "budget": "5m", "tasks": tasks or [ARITH, ARITH_MUL],
@@ -468,6 +469,55 @@ def test_a_baseline_that_cannot_be_scored_fails_its_cells(
         assert cell.status == "failed" and cell.attempts == []
         assert cell.error == ("its baseline could not be scored: the base model could not be "
                               "evaluated")
+
+
+def test_a_terminated_driver_stops_its_cells_and_leaves_them_to_retry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (`kill`, the driver's job cancelled; SIGHUP: a closed terminal) stops a local
+    sweep like Ctrl-C: the cell's process is told to stop (it would otherwise run on,
+    unsupervised, and the driver wait for it), its attempt is closed as interrupted and the
+    cell left pending for a rerun. Found by a real sweep, whose killed driver left its cell
+    running while the cell's state said pending."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    import a2rl.sweep._cell
+    from a2rl.sweep import load_cells, run_sweep
+    from a2rl.sweep._sweep import SweepTerminated
+
+    started, stopped = tmp_path / "started", tmp_path / "stopped"
+    # The cell's process: a stand-in for `a2rl run` that runs until it is told to stop.
+    stand_in = ("import pathlib, signal, sys, time\n"
+                f"def stop(*a): pathlib.Path({str(stopped)!r}).touch(); sys.exit(3)\n"
+                "signal.signal(signal.SIGTERM, stop)\n"
+                f"pathlib.Path({str(started)!r}).touch()\n"
+                "time.sleep(120)\n")
+    monkeypatch.setattr(a2rl.sweep._cell, "child_command",
+                        lambda job_file: [sys.executable, "-c", stand_in])
+    matrix = parse_matrix(small_matrix(tmp_path, "local", tasks=[ARITH], repeats=1,
+                                       reference=False))
+    (spec,) = expand(matrix, "t-local")
+    sweep_dir = tmp_path / "sw"
+    (sweep_dir / "baselines").mkdir(parents=True)  # the group's baseline is already scored
+    (sweep_dir / "baselines" / f"{spec.baseline_group()}.json").write_text("{}")
+
+    def terminate_once_the_cell_runs() -> None:
+        while not started.exists():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Thread(target=terminate_once_the_cell_runs, daemon=True).start()
+    with pytest.raises(SweepTerminated, match="SIGTERM"):
+        run_sweep(matrix, sweep_dir)
+    assert stopped.exists()  # the cell's process got SIGTERM (an `a2rl run` closes its record)
+    assert signal.getsignal(signal.SIGTERM) is before  # the driver's handler is gone
+    (cell,) = load_cells(sweep_dir)
+    assert cell.status == "pending"
+    assert [(a.outcome, a.reason) for a in cell.attempts] == [
+        ("harness_failed", "the sweep was interrupted")]
 
 
 # --- status, CLI ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""Backend `local` end to end: a thread pool here runs a scripted agent's cells; one cell's
-harness is SIGKILLed mid-run and retried; the study's seeds appear in no file the sweep wrote; a
-rerun skips every finished cell. (The full small matrix runs on Ray and submitit.)"""
+"""Backend `local` end to end, on one cell (the fewest runs the claims need): the pool here
+runs a scripted agent's cell, whose harness is SIGKILLed mid-run and retried as a new run; the
+study's seeds appear in no file the sweep wrote; a rerun skips the finished cell. (The
+reference agent runs on Ray and submitit.)"""
 
 from __future__ import annotations
 
@@ -12,19 +13,19 @@ from test_sweep import ARITH, check_finished_sweep, killer_agent, small_matrix
 
 from a2rl.sweep import find_study, parse_matrix, run_sweep
 
-pytestmark = pytest.mark.slow  # minutes on a loaded CPU: real runs, one per cell
+pytestmark = pytest.mark.slow  # real runs: the killed one and its retry
 
 
 def test_local_sweep_retries_a_killed_cell_keeps_seeds_secret_and_resumes(
         tmp_path: Path, tiny_model: Path) -> None:
     marker = tmp_path / "killed-once"
     matrix = parse_matrix(small_matrix(tiny_model, "local", agent=killer_agent(marker),
-                                       tasks=[ARITH], reference=False, max_parallel=2))
+                                       tasks=[ARITH], reference=False, repeats=1))
     sweep_dir = tmp_path / "sweep"
     summary = run_sweep(matrix, sweep_dir)
     assert marker.is_dir()  # the killer agent did kill one harness
-    assert (summary.finished, summary.failed, summary.retried, summary.baselines) == (2, 0, 1, 1)
-    cells = check_finished_sweep(sweep_dir, n_cells=2, n_tasks=1)
+    assert (summary.finished, summary.failed, summary.retried, summary.baselines) == (1, 0, 1, 1)
+    cells = check_finished_sweep(sweep_dir, n_cells=1, n_tasks=1)
 
     # the killed cell: a harness failure, retried, then finished; its first run is closed
     killed = [c for c in cells if len(c.attempts) == 2]
@@ -47,5 +48,5 @@ def test_local_sweep_retries_a_killed_cell_keeps_seeds_secret_and_resumes(
     # rerunning skips every finished cell and starts nothing
     runs_before = sorted(p.name for p in (sweep_dir / "runs").glob("*/*"))
     again = run_sweep(matrix, sweep_dir)
-    assert (again.skipped, again.finished, again.retried) == (2, 0, 0)
+    assert (again.skipped, again.finished, again.retried) == (1, 0, 0)
     assert sorted(p.name for p in (sweep_dir / "runs").glob("*/*")) == runs_before

@@ -30,7 +30,9 @@ from a2rl.results._load import (
     load_one,
     load_runs,
     run_row,
+    stack_of,
     submission_rows,
+    sweep_labels,
 )
 from a2rl.results._strategy import (
     change_rates,
@@ -45,6 +47,6 @@ __all__ = [
     "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate", "audit_flags",
     "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results",
     "find_run_dirs", "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
-    "run_row", "submission_rows", "summarize", "to_csv", "to_json", "to_markdown",
+    "run_row", "stack_of", "submission_rows", "summarize", "sweep_labels", "to_csv", "to_json", "to_markdown",
     "workspace_stats", "write_table",
 ]

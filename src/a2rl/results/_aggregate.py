@@ -59,6 +59,11 @@ class Policy:
         return "drop" not in self._rules(row)
 
     def counted(self, row: dict[str, Any]) -> bool:
+        # A run the harness did not finish (it crashed or its machine died: a sweep retries
+        # the cell as a new run; or it still runs) measured nothing about the agent: its
+        # missing best and zero submissions are no result. Never counted, whatever the policy.
+        if not finished(row):
+            return False
         return all(rule == "include" for rule in self._rules(row))
 
     def describe(self) -> str:
@@ -66,14 +71,24 @@ class Policy:
                  "include": "shown, marked and counted",
                  "drop": "left out of every table"}
         return (f"audit-flagged runs: {words[self.audit]}; "
-                f"unsandboxed runs: {words[self.unsandboxed]}")
+                f"unsandboxed runs: {words[self.unsandboxed]}; "
+                "runs the harness did not finish: shown and marked, never counted")
+
+
+def finished(row: dict[str, Any]) -> bool:
+    """Whether the harness finished the run (an imported run without a status counts as
+    finished: its harness reported a result)."""
+    return row.get("status") in (None, "finished")
 
 
 def marks(row: dict[str, Any]) -> list[str]:
-    """The markers a run carries in every table: its audit flags and `unsandboxed`."""
+    """The markers a run carries in every table: its audit flags, `unsandboxed`, and
+    `harness-failed` / `unfinished` for a run the harness did not finish."""
     out = [f for f in str(row.get("audit_flags") or "").split(",") if f]
     if row.get("sandboxed") is False:
         out.append("unsandboxed")
+    if not finished(row):
+        out.append("harness-failed" if row.get("status") == "failed" else "unfinished")
     return out
 
 

@@ -8,6 +8,7 @@ could plant a forged run.json.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable, Iterator
@@ -49,6 +50,9 @@ class LoadedRun:
     events: list[AgentEvent] | None
     problems: list[str] = field(default_factory=list)
     """What could not be read (a damaged analysis.json): shown, never fatal."""
+    labels: dict[str, str] | None = None
+    """The labels a sweep's matrix gave the run's cell (task, agent, driver); None outside
+    a sweep."""
 
 
 def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
@@ -91,9 +95,10 @@ def load_runs(paths: Iterable[Path]) -> tuple[list[LoadedRun], list[tuple[Path, 
     (path, reason): a damaged run.json must not hide the others."""
     runs: list[LoadedRun] = []
     bad: list[tuple[Path, str]] = []
+    cache: dict[Path, dict[str, dict[str, str]]] = {}
     for run_dir in find_run_dirs(paths):
         try:
-            runs.append(load_one(run_dir))
+            runs.append(load_one(run_dir, cache))
         except A2RLError as exc:
             bad.append((run_dir, exc.message))
         except Exception as exc:  # any unreadable record is reported, not raised
@@ -102,7 +107,36 @@ def load_runs(paths: Iterable[Path]) -> tuple[list[LoadedRun], list[tuple[Path, 
     return runs, bad
 
 
-def load_one(run_dir: Path) -> LoadedRun:
+def sweep_labels(run_dir: Path, cache: dict[Path, dict[str, dict[str, str]]] | None = None
+                 ) -> dict[str, str] | None:
+    """The labels the sweep's matrix gave the run's cell (`task`: the task entry's label,
+    `agent`, `driver`), when the run lies in a sweep directory (DIR/runs/<task>/<run_id>
+    beside DIR/sweep.json); None otherwise. Read from the cell states the driver writes
+    (DIR/cells/<id>/cell.json, outside every workspace), once per sweep directory with `cache`.
+    """
+    sweep_dir = run_dir.parent.parent.parent
+    if run_dir.parent.parent.name != "runs" or not (sweep_dir / "sweep.json").is_file():
+        return None
+    key = sweep_dir.resolve()
+    cache = {} if cache is None else cache
+    if key not in cache:
+        by_run: dict[str, dict[str, str]] = {}
+        for path in sorted((sweep_dir / "cells").glob("*/cell.json")):
+            try:
+                state = json.loads(path.read_text())
+                spec = state["spec"]
+                labels = {"task": str(spec["task_label"]), "agent": str(spec["agent_label"]),
+                          "driver": str(spec["driver_label"])}
+                for attempt in state.get("attempts", []):
+                    by_run[str(attempt["run_id"])] = labels
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a damaged cell state: its runs keep their own names
+        cache[key] = by_run
+    return cache[key].get(run_dir.name)
+
+
+def load_one(run_dir: Path, labels_cache: dict[Path, dict[str, dict[str, str]]] | None = None
+             ) -> LoadedRun:
     record = load_run(run_dir)
     problems: list[str] = []
     ledger = run_dir / "ledger.jsonl"
@@ -121,26 +155,39 @@ def load_one(run_dir: Path) -> LoadedRun:
             events = read_jsonl(run_dir / "agent" / "events.jsonl", AgentEvent)
         except A2RLError as exc:
             problems.append(f"agent/events.jsonl unreadable ({exc.message})")
-    return LoadedRun(run_dir, record, analysis, subs, events, problems)
+    return LoadedRun(run_dir, record, analysis, subs, events, problems,
+                     sweep_labels(run_dir, labels_cache))
 
 
 def _num(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def agent_stack(record: RunRecord) -> str:
-    """The benchmark's row label: scaffold × driver (`claude-code · claude-sonnet-4-5`). A
-    `cmd:` agent is `cmd:` + a short hash of its command line (a long shell line is no
-    readable label, and repeats of the same command must share a row)."""
+def agent_stack(record: RunRecord, labels: dict[str, str] | None = None) -> str:
+    """The benchmark's row label: scaffold × driver (`claude-code · claude-sonnet-4-5`). In a
+    sweep, the names its matrix gave the agent and driver (`labels`). A `cmd:` agent the
+    matrix did not name is `cmd:` + a short hash of its command line (a long shell line is
+    no readable label, and repeats of the same command must share a row)."""
     agent = record.config.agent
-    if agent.startswith("cmd:"):
+    named = (labels or {}).get("agent")
+    if named and not (agent.startswith("cmd:") and named == "cmd"):
+        agent = named
+    elif agent.startswith("cmd:"):
         import hashlib
 
         agent = "cmd:" + hashlib.sha256(agent.encode()).hexdigest()[:8]
-    label = f"{agent} · {record.config.driver}" if record.config.driver else agent
+    driver = record.config.driver
+    if driver and (labels or {}).get("driver") not in (None, "default"):
+        driver = (labels or {})["driver"]
+    label = f"{agent} · {driver}" if driver else agent
     arm = scaffold_of(record)
     # The scaffold ablation's arms are different stacks: each gets its own leaderboard row.
     return f"{label} + {arm}" if arm else label
+
+
+def stack_of(run: LoadedRun) -> str:
+    """The run's row label (see agent_stack), with its sweep's names when it has them."""
+    return agent_stack(run.record, run.labels)
 
 
 def scaffold_of(record: RunRecord) -> str | None:
@@ -218,11 +265,13 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
     return {
         "run_id": r.run_id,
         "path": str(run.path),
-        "task": r.config.task,
+        # a sweep's task entry label (two entries of one task are two columns), else the task
+        "task": run.labels["task"] if run.labels else r.config.task,
+        "task_name": r.config.task,
         "level": task_level(r),
         "agent": r.config.agent,
         "driver": r.config.driver,
-        "stack": agent_stack(r),
+        "stack": stack_of(run),
         "mode": r.config.mode,
         "model": r.config.model,
         "study": study_of(r),
@@ -283,7 +332,8 @@ def submission_rows(run: LoadedRun) -> list[dict[str, Any]]:
             best = score if best is None else max(best, score)
         it = routes.get(s.id)
         rows.append({
-            "run_id": r.run_id, "task": r.config.task, "stack": agent_stack(r),
+            "run_id": r.run_id, "task": run.labels["task"] if run.labels else r.config.task,
+            "task_name": r.config.task, "stack": stack_of(run),
             "mode": r.config.mode, "model": r.config.model, "study": study_of(r),
             "submission_id": s.id, "seq": s.seq, "elapsed_s": s.elapsed_s,
             "elapsed_h": None if s.elapsed_s is None else s.elapsed_s / 3600,

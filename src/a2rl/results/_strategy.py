@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from a2rl.results._aggregate import Policy, marks, summarize
-from a2rl.results._load import LoadedRun, agent_stack, run_row
+from a2rl.results._load import LoadedRun, run_row, stack_of
 
 GroupFn = Callable[[LoadedRun], str]
 
 
 def by_stack(run: LoadedRun) -> str:
-    return agent_stack(run.record)
+    return stack_of(run)
 
 
 def _shown(runs: Sequence[LoadedRun], policy: Policy) -> list[tuple[LoadedRun, dict[str, Any]]]:

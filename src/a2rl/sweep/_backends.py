@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from a2rl._errors import A2RLError
-from a2rl.sweep._cell import Job, JobResult, execute_job
+from a2rl.sweep._cell import Job, JobResult, execute_job, stop_job
 from a2rl.sweep._matrix import Matrix
 
 
@@ -66,6 +66,7 @@ class LocalBackend:
                                           thread_name_prefix="a2rl-sweep")
         self.free_gpus = local_gpus()
         self._gpus: dict[cf.Future[JobResult], list[str]] = {}
+        self._jobs: dict[cf.Future[JobResult], Job] = {}
 
     def can_start(self, job: Job) -> bool:
         return len(self.free_gpus) >= math.ceil(job.spec.resources.gpus)
@@ -77,13 +78,22 @@ class LocalBackend:
             job = job.model_copy(update={"cuda_visible_devices": ",".join(taken)})
         future = self.pool.submit(execute_job, job)
         self._gpus[future] = taken
+        self._jobs[future] = job
         return future
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         for future in done:
             self.free_gpus += self._gpus.pop(future, [])
+            self._jobs.pop(future, None)
         return list(done)
+
+    def cancel(self, handle: Any) -> None:
+        """A queued job is dropped; a running one's cell process gets SIGTERM (its run closes
+        as `terminated`), so that `close` does not wait for it to run to its budget."""
+        job = self._jobs.get(handle)
+        if not handle.cancel() and job is not None:
+            stop_job(job)
 
     def result(self, handle: Any) -> JobResult:
         result: JobResult = handle.result()

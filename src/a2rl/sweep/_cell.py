@@ -16,9 +16,11 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -84,6 +86,35 @@ def _tail(path: Path, n: int = 6) -> str:
     return " | ".join(line.strip() for line in lines[-n:])[-600:]
 
 
+# The cell processes this process started and that still run (the local backend's pool
+# threads): `stop_job` reaches them from the driver's thread, which cannot interrupt a thread
+# blocked in wait().
+_running: dict[tuple[str, str, int], subprocess.Popen[bytes]] = {}
+_running_lock = threading.Lock()
+
+
+def _job_key(job: Job) -> tuple[str, str, int]:
+    return (job.kind, job.key, job.attempt)
+
+
+def stop_job(job: Job) -> bool:
+    """Stop the job's cell process if this process started it and it still runs: SIGTERM,
+    which closes an `a2rl run` like Ctrl-C (its record says `terminated`). True when one was
+    signalled."""
+    with _running_lock:
+        proc = _running.get(_job_key(job))
+    if proc is None or proc.poll() is not None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    return True
+
+
+def child_command(job_file: Path) -> list[str]:
+    """The cell's process: a fresh interpreter running the job file."""
+    return [sys.executable, "-m", "a2rl.sweep._child", str(job_file)]
+
+
 def execute_job(job: Job) -> JobResult:
     """Run the job's child process here and classify its end (never raises for a failed run)."""
     log = _log_path(job)
@@ -95,9 +126,10 @@ def execute_job(job: Job) -> JobResult:
         env["CUDA_VISIBLE_DEVICES"] = job.cuda_visible_devices
     host = socket.gethostname()
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "a2rl.sweep._child", str(job_file)],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
+        proc = subprocess.Popen(child_command(job_file), stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=env)
+        with _running_lock:
+            _running[_job_key(job)] = proc
         try:
             code = proc.wait()
         except BaseException:  # the worker itself is stopped: stop the run the same way
@@ -105,6 +137,9 @@ def execute_job(job: Job) -> JobResult:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=60)
             raise
+        finally:
+            with _running_lock:
+                _running.pop(_job_key(job), None)
     if job.kind == "baseline":
         done = (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").exists()
         if code == 0 and done:

@@ -81,13 +81,19 @@ def create_study(name: str, task_options: dict[str, dict[str, Any]] | None = Non
     path = path or studies_dir() / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        write_study(path, study)
     except FileExistsError:
         raise A2RLError(f"study file {path} already exists",
                         "join it (a2rl run --study FILE) or choose another name") from None
+    return study, path
+
+
+def write_study(path: Path, study: Study) -> None:
+    """Write a study file once: mode 0600 from its creation (it holds the secret), never over
+    an existing one (FileExistsError)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(study.model_dump_json(indent=1))
-    return study, path
 
 
 def read_study(path: Path) -> Study:

@@ -9,7 +9,9 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +34,14 @@ from a2rl.sweep._state import (
     save_cell,
     save_info,
 )
-from a2rl.sweep._study import Study, create_study, find_study, read_study, study_params
+from a2rl.sweep._study import (
+    Study,
+    create_study,
+    find_study,
+    read_study,
+    study_params,
+    write_study,
+)
 
 WAIT_S = 5.0
 """Longest wait for the backend between two looks at the queue."""
@@ -62,6 +71,36 @@ def _check_location(sweep_dir: Path) -> None:
             raise A2RLError(f"the sweep directory {sweep_dir} lies inside {root}, which every "
                             "agent sandbox mounts (its study secret would be readable)",
                             "put it elsewhere, e.g. --dir ./sweeps/NAME or on scratch storage")
+
+
+class SweepTerminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached the driver: it stops like Ctrl-C."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Within: SIGTERM and SIGHUP (`kill`, the driver's own job cancelled, a closed terminal)
+    stop the sweep like Ctrl-C, once: the attempts in flight are stopped and closed as
+    interrupted, for a rerun to retry. Python's default would end the driver on the spot and
+    leave its cells' processes running unsupervised while their state says running. Outside
+    the main thread (signals cannot be caught there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        if fired:
+            return  # already stopping
+        fired.append(signum)
+        raise SweepTerminated(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @contextlib.contextmanager
@@ -103,9 +142,7 @@ def _study(matrix: Matrix, sweep_dir: Path, console: Console) -> Study:
             study, path = create_study(name, matrix.study_options)
             console.print(f"study {safe(name)}: created ({safe(path)}; secret: copy it to other "
                           "machines like a key)")
-        fd = os.open(here, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(study.model_dump_json(indent=1))
+        write_study(here, study)  # the sweep's own copy, as secret as the original
     if matrix.study_options and matrix.study_options != study.task_options:
         raise A2RLError(f"study_options differ from study {study.name}'s fixed options "
                         f"({study.task_options})",
@@ -200,8 +237,13 @@ def _drive(backend: Any, queue: list[_Work], sweep_dir: Path, max_parallel: int,
                     queue.append(work)
                 else:
                     failed.append(work)
-    except BaseException:
-        # Interrupted: the attempts in flight are closed as interrupted (a rerun retries them)
+    except BaseException as exc:
+        # Interrupted: the attempts in flight are stopped and closed as interrupted (a rerun
+        # retries them)
+        if in_flight:
+            why = f" ({exc})" if isinstance(exc, KeyboardInterrupt) and str(exc) else ""
+            console.print(f"[yellow]interrupted{safe(why)}[/]: stopping {len(in_flight)} "
+                          "attempt(s) in flight; rerun the same command to resume them")
         for handle, (work, job) in in_flight.items():
             with contextlib.suppress(Exception):
                 _cancel(backend, handle)
@@ -215,7 +257,9 @@ def _drive(backend: Any, queue: list[_Work], sweep_dir: Path, max_parallel: int,
 
 
 def _cancel(backend: Any, handle: Any) -> None:
-    if backend.name == "ray":
+    if backend.name == "local":
+        backend.cancel(handle)
+    elif backend.name == "ray":
         backend.ray.cancel(handle)
     elif backend.name == "slurm":
         handle.cancel(check=False)
@@ -324,7 +368,7 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
     console = console or Console()
     sweep_dir = sweep_dir.absolute()
     summary = SweepSummary()
-    with _locked(_mkdir(sweep_dir)):
+    with _stop_on_signals(), _locked(_mkdir(sweep_dir)):
         study, cells = prepare(matrix, sweep_dir, console)
         summary.cells = len(cells)
         todo: list[_Work] = []
