@@ -464,7 +464,7 @@ def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, tiny_mod
     config = RunConfig(task="alfworld", task_params={**SMALL, "max_heldout": 1},
                        agent="reference", agent_options={"rounds": "1", "samples": "1",
                                                          "episodes": "2", "steps": "1"},
-                       model=str(tiny_model), mode="free", budget_s=900, sandbox="bwrap",
+                       model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
                        eval_timeout_s=900, grace_s=2, port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(config)
     rd = tmp_path / "runs" / "alfworld" / rec.run_id

@@ -191,7 +191,7 @@ def test_grpo_route_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
     cfg = RunConfig(task="arith", task_params={"n_train": 40, "n_heldout": 6,
                                                "heldout_seed": 4242},
                     agent="reference", agent_options={"recipe": "grpo", "steps": "1"},
-                    model=str(tiny_model), mode="free", budget_s=600, sandbox="bwrap",
+                    model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
                     eval_timeout_s=1800, grace_s=2, port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(cfg)
     rd = tmp_path / "runs" / "arith" / rec.run_id

@@ -26,7 +26,7 @@ def script_agent(name: str, *args: str) -> str:
 
 def config(tmp_path: Path, model: Path, agent: str, **kw) -> RunConfig:
     base = dict(task="arith", task_params=dict(TINY_TASK), agent=agent, model=str(model),
-                mode="free", budget_s=300, sandbox="bwrap", eval_timeout_s=1800, grace_s=2,
+                mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=1800, grace_s=2,
                 port=0, runs_dir=str(tmp_path / "runs"))
     base.update(kw)
     return RunConfig(**base)
