@@ -11,6 +11,7 @@ import importlib.util
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -61,46 +62,81 @@ PLAN_JSON = json.dumps({"strategy": {"k": "full SFT", "d": "curated", "g": "from
                         "evaluation_plan": "exact match on held-back train items"})
 SUBMIT = ('curl -s -X POST "$A2RL_GRADER_URL/submit" -H "Authorization: Bearer $A2RL_TOKEN" '
           "-d '{body}'")
+# The shortest scenario that reaches every component, in five model turns (each CLI turn is
+# seconds of its own start-up and bookkeeping): plan + plan review + skills; train + submit
+# with the evaluator; a lesson citing the execution suggestion, the suggested change, train +
+# submit (the second submission opens the checkpoint); the decision and the journal read back.
 PLAN = (
     Step("./scaffold.sh state && ./scaffold.sh journal add plan 'Full SFT on the given data "
-         "first.' --strategy 'full SFT,curated,from base'", "Recording my plan."),
-    Step(f"mkdir -p code && cat > code/plan.json <<'JSON'\n{PLAN_JSON}\nJSON\n"
-         "./scaffold.sh plan code/plan.json", "Submitting the plan for review."),
-    Step("ls skills 2>/dev/null && head -n 3 skills/*/SKILL.md; true", "Reading the skills."),
-    Step(f"cat > code/train.py <<'PY'\n{TRAIN}PY\npython code/train.py v1", "Training v1."),
-    Step(SUBMIT.format(body='{"model_path": "output/v1", "evaluate": true}'),
-         "Submitting v1 with the evaluator."),
+         "first.' --strategy 'full SFT,curated,from base' && mkdir -p code && "
+         f"cat > code/plan.json <<'JSON'\n{PLAN_JSON}\nJSON\n"
+         "./scaffold.sh plan code/plan.json && head -n 3 skills/*/SKILL.md; true",
+         "Recording my plan, submitting it for review, reading the skills."),
+    Step(f"cat > code/train.py <<'PY'\n{TRAIN}PY\npython code/train.py v1 && "
+         + SUBMIT.format(body='{"model_path": "output/v1", "evaluate": true}'),
+         "Training v1 and submitting it with the evaluator."),
     Step("./scaffold.sh journal add lesson 'Lowering the learning rate as suggested.' "
-         "--follows s0001.2", "Noting the lesson."),
-    Step("sed -i 's/^LEARNING_RATE = .*/LEARNING_RATE = 5e-6/' code/train.py && "
-         "python code/train.py v2", "Training v2 with a lower learning rate."),
-    Step(SUBMIT.format(body='{"model_path": "output/v2"}'), "Submitting v2."),
-    Step("./scaffold.sh decision && ./scaffold.sh decide keep 'SFT still improves.'",
-         "Answering the revision checkpoint."),
-    Step("./scaffold.sh journal && ./timer.sh", "Reading my journal back."),
+         "--follows s0001.2 && sed -i 's/^LEARNING_RATE = .*/LEARNING_RATE = 5e-6/' "
+         "code/train.py && python code/train.py v2 && "
+         + SUBMIT.format(body='{"model_path": "output/v2"}'),
+         "Training v2 with a lower learning rate and submitting it."),
+    Step("./scaffold.sh decide keep 'SFT still improves.' && ./scaffold.sh journal && "
+         "./timer.sh", "Answering the revision checkpoint, reading my journal back."),
     Step(None, "Done."),
 )
 
 
+@dataclass(frozen=True)
+class CLI:
+    """How each CLI's own end-to-end test (tests/test_agent_<name>.py) drives it."""
+
+    agent: str
+    protocol: str
+    """The scripted server's protocol module."""
+    key_env: str
+    api_path: str = ""
+    driver: str = "scripted-model"
+
+
+CLIS = [CLI("claude-code", "anthropic", "ANTHROPIC_API_KEY"),
+        CLI("codex", "responses", "OPENAI_API_KEY", "/v1"),
+        CLI("gemini", "gemini", "GEMINI_API_KEY"),
+        CLI("openhands", "chat", "LLM_API_KEY", "/v1", "openai/scripted-model"),
+        CLI("opencode", "chat", "OPENAI_API_KEY", "/v1")]
+
+
+def unescaped(text: str) -> str:
+    """The grader's compact JSON as it sits in tool results, however many times the CLI's
+    request encoded it (a tool output inside a JSON string inside the request body, ...)."""
+    while '\\"' in text:
+        text = text.replace('\\"', '"')
+    return text
+
+
 @pytest.mark.cli
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
-def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("cli", CLIS, ids=[c.agent for c in CLIS])
+def test_every_component_end_to_end(cli: CLI, tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
                                     installed_cli) -> None:  # type: ignore[no-untyped-def]
-    installed_cli("opencode")
+    installed_cli(cli.agent)
+    monkeypatch.delenv("CODEX_API_KEY", raising=False)  # codex would prefer it to the driver's
     skills = importlib.util.find_spec("a2rl.scaffold._skills") is not None
     components = [c for c in COMPONENTS if c != "skills" or skills]
     monkeypatch.setenv("A2RL_SCAFFOLD_API_KEY", SCAFFOLD_KEY)
     judge, script = Judge(), Script(plan=PLAN)
     with tempfile.TemporaryDirectory(prefix="sc-", dir="/tmp", ignore_cleanup_errors=True) as short, \
             serve_on_loopback(judge.app()) as judge_port, \
-            serve_on_loopback(create_app(script, ["chat"])) as port:
+            serve_on_loopback(create_app(script, [cli.protocol])) as port:
         config = ScaffoldConfig(components=components,  # type: ignore[arg-type]
                                 llm_base_url=f"http://127.0.0.1:{judge_port}/v1",
                                 llm_model="scripted-judge", evaluator_items=4, revision_every=2,
                                 revision_plateau=None, revision_fractions=[])
-        rec, run_dir = run_cli_agent(Path(short), tiny_model, "opencode",
-                                     f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="OPENAI_API_KEY", network="none", scaffold=config,
+        # network none: the sandbox reaches only the grader and the scripted server (through a
+        # unix socket bridge in the run folder: a short root keeps it inside AF_UNIX's limit)
+        rec, run_dir = run_cli_agent(Path(short), tiny_model, cli.agent,
+                                     f"http://127.0.0.1:{port}{cli.api_path}", monkeypatch,
+                                     key_env=cli.key_env, driver=cli.driver, network="none",
+                                     scaffold=config,
                                      # no periodic snapshot (the journal's tag is then known)
                                      # and a budget a loaded machine does not run out of
                                      snapshot_every_s=7200.0, budget_s=3600)
@@ -134,7 +170,7 @@ def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.Monkey
     # the evaluator saw train-visible outputs, and its report reached the agent in the reply
     assert len(reports) == 1 and reports[0].status == "ok", reports
     assert reports[0].expectation == EXPECTATION and reports[0].outputs_shown == 4
-    replies = sent.replace('\\"', '"')  # the grader's compact JSON inside tool results
+    replies = unescaped(sent)
     assert DIAGNOSIS in sent and '"evaluator_status":"done"' in replies, replies[-3000:]
     # the revision checkpoint opened after the second submission and was answered
     assert [(c.checkpoint_id, c.event) for c in checkpoints] == [("c01", "opened"),
