@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from a2rl.records._scaffold import JOURNAL_KINDS, ScaffoldAnalysis
+from a2rl.records._scaffold import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
 
 if TYPE_CHECKING:
     from a2rl.report._site import Page, Site
@@ -148,15 +148,15 @@ def build(site: Site, page: Page) -> None:
     per_run: list[dict[str, Any]] = []
     for x in runs:
         s = x.s
-        a = {lv: s.adoption.get(lv) for lv in LEVELS}
+        a = {lv: s.adoption.get(lv) or LevelAdoption(n=0, adopted=0, rate=None)
+             for lv in LEVELS}
         per_run.append({
             "run_id": x.row["run_id"], "arm": x.arm, "task": x.row["task"],
             "components": ",".join(s.components),
             "journal": ", ".join(f"{k} {v}" for k, v in sorted(s.journal_by_kind.items())),
             "skill_consults": ", ".join(f"{k} {v}" for k, v in sorted(s.skill_consults.items())),
             "created_skills": ", ".join(s.created_skills),
-            **{f"{lv}_adopted": _rate(a[lv].n, a[lv].adopted) if a[lv] else "—"
-               for lv in LEVELS},
+            **{f"{lv}_adopted": _rate(a[lv].n, a[lv].adopted) for lv in LEVELS},
             "asymmetry": s.adoption_asymmetry,
             "plans": ", ".join(f"{p.plan_id} {p.outcome}" for p in s.plans),
             "trained_before_approval": s.trained_before_approval,
@@ -197,18 +197,18 @@ def build(site: Site, page: Page) -> None:
     page.text("h2", "Per arm")
     arm_rows: list[list[Any]] = []
     for arm in arms:
-        mine = [x for x in runs if x.arm == arm]
+        arm_runs = [x for x in runs if x.arm == arm]
         by = {r["level"]: r for r in adopt_rows if r["arm"] == arm}
-        plans = Counter(p.outcome for x in mine for p in x.s.plans)
-        early = sum(1 for x in mine if x.s.trained_before_approval)
-        decisions = Counter(decision_label(c) for x in mine for c in x.s.checkpoints)
-        arm_rows.append([arm, len(mine),
-                         sum(sum(x.s.journal_by_kind.values()) for x in mine),
-                         sum(sum(x.s.skill_consults.values()) for x in mine),
+        plans = Counter(p.outcome for x in arm_runs for p in x.s.plans)
+        early = sum(1 for x in arm_runs if x.s.trained_before_approval)
+        decisions = Counter(decision_label(c) for x in arm_runs for c in x.s.checkpoints)
+        arm_rows.append([arm, len(arm_runs),
+                         sum(sum(x.s.journal_by_kind.values()) for x in arm_runs),
+                         sum(sum(x.s.skill_consults.values()) for x in arm_runs),
                          _rate(by["execution"]["n"], by["execution"]["adopted"]),
                          _rate(by["strategy"]["n"], by["strategy"]["adopted"]),
                          ", ".join(f"{k} {v}" for k, v in sorted(plans.items())) or "—",
-                         f"{early} of {len(mine)}",
+                         f"{early} of {len(arm_runs)}",
                          ", ".join(f"{k} {v}" for k, v in sorted(decisions.items())) or "—"])
     page.html(_table(["agent stack (arm)", "runs", "journal entries (agent)", "skill consults",
                       "execution adopted", "strategy adopted", "plan outcomes",
