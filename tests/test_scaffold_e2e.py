@@ -60,8 +60,12 @@ PLAN_JSON = json.dumps({"strategy": {"k": "full SFT", "d": "curated", "g": "from
                         "data": "data/train.jsonl as given",
                         "budget_split": {"data": 0.1, "training": 0.7, "evaluation": 0.2},
                         "evaluation_plan": "exact match on held-back train items"})
+# A blocking submit with the evaluator is silent for a while, and OpenHands' terminal hands
+# control back after 30 s without output (the next step would then type into the running
+# command): the work before `&` runs in the background while a loop ticks every 3 s.
 SUBMIT = ('curl -s -X POST "$A2RL_GRADER_URL/submit" -H "Authorization: Bearer $A2RL_TOKEN" '
-          "-d '{body}'")
+          "-d '{body}' > /tmp/reply.json & "
+          "while kill -0 $! 2>/dev/null; do sleep 3; echo waiting; done; cat /tmp/reply.json")
 # The shortest scenario that reaches every component, in five model turns (each CLI turn is
 # seconds of its own start-up and bookkeeping): plan + plan review + skills; train + submit
 # with the evaluator; a lesson citing the execution suggestion, the suggested change, train +
