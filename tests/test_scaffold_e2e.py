@@ -1,9 +1,11 @@
-"""One real run with every scaffold component: the OpenCode CLI, driven by the scripted LLM
-server, works in the sandbox (network none) on the tiny arith task. It writes journal entries,
-gets its plan approved by the scripted reviewer, trains, submits with the evaluator, follows
-the execution-level suggestion and not the strategy-level one, hits a revision checkpoint and
-answers it. The analysis of the run must show exactly those adoption figures, and nothing the
-scaffold added may carry a held-out item or the scaffold LLM's key."""
+"""Real runs with every scaffold component. Each CLI agent (Claude Code, Codex, Gemini,
+OpenHands, OpenCode), driven by the scripted LLM server over its own protocol, works in the
+sandbox (network none) on the tiny arith task: it writes journal entries, reads the skills, gets
+its plan approved by the scripted reviewer, trains, submits with the evaluator, follows the
+execution-level suggestion and not the strategy-level one, hits a revision checkpoint and
+answers it. The analysis of each run must show exactly those adoption figures, and nothing the
+scaffold added may carry a held-out item or the scaffold LLM's key. The reference agent runs
+with the scaffold too (its plan approved before it trains, its journal, its decision)."""
 
 from __future__ import annotations
 
@@ -67,16 +69,19 @@ SUBMIT = ('curl -s -X POST "$A2RL_GRADER_URL/submit" -H "Authorization: Bearer $
           "-d '{body}' > /tmp/reply.json & "
           "while kill -0 $! 2>/dev/null; do sleep 3; echo waiting; done; cat /tmp/reply.json")
 # The shortest scenario that reaches every component, in five model turns (each CLI turn is
-# seconds of its own start-up and bookkeeping): plan + plan review + skills; train + submit
-# with the evaluator; a lesson citing the execution suggestion, the suggested change, train +
-# submit (the second submission opens the checkpoint); the decision and the journal read back.
+# seconds of its own start-up and bookkeeping): plan + plan review + skills + the script; train
+# and submit with the evaluator; a lesson citing the execution suggestion, the suggested change,
+# train and submit (the second submission opens the checkpoint); the decision and the journal
+# read back. (Heredocs only in the first step: OpenHands' terminal takes a multi-line command
+# with a background job as done too early.)
 PLAN = (
     Step("./scaffold.sh state && ./scaffold.sh journal add plan 'Full SFT on the given data "
          "first.' --strategy 'full SFT,curated,from base' && mkdir -p code && "
          f"cat > code/plan.json <<'JSON'\n{PLAN_JSON}\nJSON\n"
+         f"cat > code/train.py <<'PY'\n{TRAIN}PY\n"
          "./scaffold.sh plan code/plan.json && head -n 3 skills/*/SKILL.md; true",
-         "Recording my plan, submitting it for review, reading the skills."),
-    Step(f"cat > code/train.py <<'PY'\n{TRAIN}PY\npython code/train.py v1 && "
+         "Recording my plan, submitting it for review, reading the skills, writing the script."),
+    Step("python code/train.py v1 && "
          + SUBMIT.format(body='{"model_path": "output/v1", "evaluate": true}'),
          "Training v1 and submitting it with the evaluator."),
     Step("./scaffold.sh journal add lesson 'Lowering the learning rate as suggested.' "

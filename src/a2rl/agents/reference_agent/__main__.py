@@ -268,18 +268,18 @@ def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
             sc.journal("eval_result", f"{cand.path} on dev: {cand.dev_score:.1f} "
                        f"(base {base_dev:.1f})")
     best = max((c.dev_score for c in candidates), default=None)
-    sc.answer_checkpoint(f"{recipe} is done; best dev {best} vs base {base_dev:.1f}: submitting")
+    judged = best is not None and check is not None and not args.steps
+    evidence = (f"the best checkpoint reached {best:.1f} on dev against the base's "
+                f"{base_dev:.1f}" if judged else "no dev comparison (fixed steps, or no answer "
+                "check)")
+    sc.answer_checkpoint(f"{recipe} is done ({evidence}): submitting its models")
     for cand in chosen:
         # Not waiting: the grader scores it after this agent exits, so the time left is not
         # spent waiting for evaluations.
         reply = grader("POST", "/submit", sc.submit_body({"model_path": cand.path,
                                                           "wait": False}))
         log(f"submitted {cand.path} (dev {cand.dev_score:.1f}): {json.dumps(reply)}")
-    if sc.components:
-        gained = (f"the best checkpoint reached {best:.1f} on dev against the base's "
-                  f"{base_dev:.1f}" if best is not None and check is not None and not args.steps
-                  else "no dev comparison (fixed steps, or no answer check)")
-        sc.journal("lesson", f"{recipe}: {gained}; submitted {len(chosen)} model(s)")
+    sc.journal("lesson", f"{recipe}: {evidence}; submitted {len(chosen)} model(s)")
 
 
 def staged(script: Path, base: str, data: Path, args: argparse.Namespace) -> list[str]:
