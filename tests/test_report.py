@@ -127,6 +127,8 @@ def test_every_page_renders_in_chromium(site: Path, tmp_path: Path) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        # plotly.js (3.5 MB) per page: a loaded machine misses playwright's 30 s default
+        page.set_default_timeout(300_000)
         errors: list[str] = []
         remote: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -231,14 +231,15 @@ def test_reference_agent_uses_the_scaffold(tmp_path: Path, tiny_model: Path,
     monkeypatch.setenv("A2RL_SCAFFOLD_API_KEY", SCAFFOLD_KEY)
     judge = Judge()
     with serve_on_loopback(judge.app()) as judge_port:
-        # a checkpoint at 0.1% of the budget: open before the agent's first look at it
+        # a checkpoint at 0.01% of the budget (0.36 s, less than the agent's imports take):
+        # open before the agent first looks; a budget a loaded machine does not run out of
         config = ScaffoldConfig(components=["journal", "evaluator", "plan-review", "revision"],
                                 llm_base_url=f"http://127.0.0.1:{judge_port}/v1",
                                 llm_model="scripted-judge", evaluator_items=0,
                                 revision_every=None, revision_plateau=None,
-                                revision_fractions=[0.001])
+                                revision_fractions=[0.0001])
         rec = run(RunConfig(task="arith", task_params=dict(TINY_TASK), agent="reference",
-                            model=str(tiny_model), mode="free", budget_s=600, sandbox="bwrap",
+                            model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
                             eval_timeout_s=1800, grace_s=2, port=0,
                             runs_dir=str(tmp_path / "runs"), scaffold=config,
                             agent_options={"steps": "2", "batch_size": "4", "max_train": "16"}))
@@ -272,7 +273,7 @@ def test_reference_agent_uses_the_scaffold(tmp_path: Path, tiny_model: Path,
     assert agent[1].strategy is not None and agent[1].strategy.d == "self-generated"
     assert analysis.journal_by_kind == {"eval_result": 1, "plan": 1, "lesson": 1}
     assert analysis.journal_by_author.get("harness") == 2
-    # the checkpoint (0.1% of the budget) answered with an explicit keep and its reason
+    # the checkpoint (0.01% of the budget) answered with an explicit keep and its reason
     assert [(c.checkpoint_id, c.event) for c in checkpoints] == [("c01", "opened"),
                                                                  ("c01", "decided")]
     decision = checkpoints[1].decision
