@@ -22,13 +22,13 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "results"))
 from make_results import make_results  # noqa: E402
 
 PAGES = {"index.html", "leaderboard.html", "modes.html", "scaling.html", "trajectories.html",
-         "strategy.html"}
+         "strategy.html", "scaffold.html"}
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("results")
-    make_results(root)
+    make_results(root, scaffold=True)
     out = root / "report"
     result = CliRunner().invoke(app, ["report", str(root / "runs"), "-o", str(out)])
     assert result.exit_code == 0, result.output
@@ -38,7 +38,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_site_pages_and_tables(site: Path) -> None:
     assert PAGES <= {p.name for p in site.glob("*.html")}
     run_pages = sorted(site.glob("runs/*.html"))
-    assert len(run_pages) == 10
+    assert len(run_pages) == 13
     for name in ("runs", "submissions", "cells", "leaderboard", "modes", "strategy_convergence",
                  "strategy_change_rate", "phase_time", "methods_attempted_adopted",
                  "workspace_stats"):
@@ -69,6 +69,31 @@ def test_site_pages_and_tables(site: Path) -> None:
     assert (site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
     for page in [*site.glob("*.html"), *run_pages]:
         assert 'src="http' not in page.read_text()
+
+
+def test_scaffold_page(site: Path) -> None:
+    """Per arm and per run, from the runs' scaffold.json: adoption by level (paper B's
+    asymmetry), journal kinds, skill consults, plan outcomes, checkpoint decisions."""
+    import csv
+
+    full = "claude-code · claude-sonnet-4-5 + journal,skills,evaluator,plan-review,revision"
+    lean = "codex · gpt-5 + journal,evaluator"
+    adoption = {(r["arm"], r["level"]): (r["n"], r["adopted"], r["rate"]) for r in
+                csv.DictReader((site / "tables" / "scaffold_adoption.csv").open())}
+    assert adoption == {(full, "execution"): ("3", "2", "0.6667"),
+                        (full, "strategy"): ("3", "0", "0.0"),
+                        (lean, "execution"): ("1", "0", "0.0"),
+                        (lean, "strategy"): ("1", "1", "1.0")}
+    runs = {r["run_id"]: r for r in
+            csv.DictReader((site / "tables" / "scaffold_runs.csv").open())}
+    assert len(runs) == 3  # only the runs with scaffold.json
+    b = runs["20260302-100000-cc-scaffold-b"]
+    assert (b["plans"], b["trained_before_approval"]) == ("p01 approve", "True")
+    assert b["checkpoints"] == "c01 keep, c02 switch, not followed"
+    assert runs["20260302-090000-cc-scaffold-a"]["checkpoints"] == "c01 switch, followed"
+    page = (site / "scaffold.html").read_text()
+    assert "1 of 2" in page  # one run of the full arm trained before its plan was approved
+    assert "<b>agent</b>" not in page and "&lt;b&gt;agent&lt;/b&gt;" in page
 
 
 def test_agent_text_is_escaped_and_links_resolve(site: Path) -> None:
@@ -102,6 +127,8 @@ def test_every_page_renders_in_chromium(site: Path, tmp_path: Path) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        # plotly.js (3.5 MB) per page: a loaded machine misses playwright's 30 s default
+        page.set_default_timeout(300_000)
         errors: list[str] = []
         remote: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -137,6 +164,7 @@ def test_every_page_renders_in_chromium(site: Path, tmp_path: Path) -> None:
     assert checked["scaling.html"] >= 3 and checked["trajectories.html"] >= 9
     assert checked["runs/20260301-170000-opencode-a.html"] == 0  # failed in setup: no chart
     assert checked["modes.html"] >= 1 and checked["strategy.html"] == 2
+    assert checked["scaffold.html"] == 5  # adoption, journal, skills, plans, checkpoints
     assert checked["runs/20260301-110000-cc-a.html"] == 3
     assert len(list(shots.glob("*.png"))) == len(pages)
     if os.environ.get("A2RL_TEST_ARTIFACTS"):

@@ -1,9 +1,11 @@
-"""One real run with every scaffold component: the OpenCode CLI, driven by the scripted LLM
-server, works in the sandbox (network none) on the tiny arith task. It writes journal entries,
-gets its plan approved by the scripted reviewer, trains, submits with the evaluator, follows
-the execution-level suggestion and not the strategy-level one, hits a revision checkpoint and
-answers it. The analysis of the run must show exactly those adoption figures, and nothing the
-scaffold added may carry a held-out item or the scaffold LLM's key."""
+"""Real runs with every scaffold component. Each CLI agent (Claude Code, Codex, Gemini,
+OpenHands, OpenCode), driven by the scripted LLM server over its own protocol, works in the
+sandbox (network none) on the tiny arith task: it writes journal entries, reads the skills, gets
+its plan approved by the scripted reviewer, trains, submits with the evaluator, follows the
+execution-level suggestion and not the strategy-level one, hits a revision checkpoint and
+answers it. The analysis of each run must show exactly those adoption figures, and nothing the
+scaffold added may carry a held-out item or the scaffold LLM's key. The reference agent runs
+with the scaffold too (its plan approved before it trains, its journal, its decision)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import importlib.util
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,48 +62,90 @@ PLAN_JSON = json.dumps({"strategy": {"k": "full SFT", "d": "curated", "g": "from
                         "data": "data/train.jsonl as given",
                         "budget_split": {"data": 0.1, "training": 0.7, "evaluation": 0.2},
                         "evaluation_plan": "exact match on held-back train items"})
+# A blocking submit with the evaluator is silent for a while, and OpenHands' terminal hands
+# control back after 30 s without output (the next step would then type into the running
+# command): the work before `&` runs in the background while a loop ticks every 3 s.
 SUBMIT = ('curl -s -X POST "$A2RL_GRADER_URL/submit" -H "Authorization: Bearer $A2RL_TOKEN" '
-          "-d '{body}'")
+          "-d '{body}' > /tmp/reply.json & "
+          "while kill -0 $! 2>/dev/null; do sleep 3; echo waiting; done; cat /tmp/reply.json")
+# The shortest scenario that reaches every component, in five model turns (each CLI turn is
+# seconds of its own start-up and bookkeeping): plan + plan review + skills + the script; train
+# and submit with the evaluator; a lesson citing the execution suggestion, the suggested change,
+# train and submit (the second submission opens the checkpoint); the decision and the journal
+# read back. (Heredocs only in the first step: OpenHands' terminal takes a multi-line command
+# with a background job as done too early.)
 PLAN = (
     Step("./scaffold.sh state && ./scaffold.sh journal add plan 'Full SFT on the given data "
-         "first.' --strategy 'full SFT,curated,from base'", "Recording my plan."),
-    Step(f"mkdir -p code && cat > code/plan.json <<'JSON'\n{PLAN_JSON}\nJSON\n"
-         "./scaffold.sh plan code/plan.json", "Submitting the plan for review."),
-    Step("ls skills 2>/dev/null && head -n 3 skills/*/SKILL.md; true", "Reading the skills."),
-    Step(f"cat > code/train.py <<'PY'\n{TRAIN}PY\npython code/train.py v1", "Training v1."),
-    Step(SUBMIT.format(body='{"model_path": "output/v1", "evaluate": true}'),
-         "Submitting v1 with the evaluator."),
+         "first.' --strategy 'full SFT,curated,from base' && mkdir -p code && "
+         f"cat > code/plan.json <<'JSON'\n{PLAN_JSON}\nJSON\n"
+         f"cat > code/train.py <<'PY'\n{TRAIN}PY\n"
+         "./scaffold.sh plan code/plan.json && head -n 3 skills/*/SKILL.md; true",
+         "Recording my plan, submitting it for review, reading the skills, writing the script."),
+    Step("python code/train.py v1 && "
+         + SUBMIT.format(body='{"model_path": "output/v1", "evaluate": true}'),
+         "Training v1 and submitting it with the evaluator."),
     Step("./scaffold.sh journal add lesson 'Lowering the learning rate as suggested.' "
-         "--follows s0001.2", "Noting the lesson."),
-    Step("sed -i 's/^LEARNING_RATE = .*/LEARNING_RATE = 5e-6/' code/train.py && "
-         "python code/train.py v2", "Training v2 with a lower learning rate."),
-    Step(SUBMIT.format(body='{"model_path": "output/v2"}'), "Submitting v2."),
-    Step("./scaffold.sh decision && ./scaffold.sh decide keep 'SFT still improves.'",
-         "Answering the revision checkpoint."),
-    Step("./scaffold.sh journal && ./timer.sh", "Reading my journal back."),
+         "--follows s0001.2 && sed -i 's/^LEARNING_RATE = .*/LEARNING_RATE = 5e-6/' "
+         "code/train.py && python code/train.py v2 && "
+         + SUBMIT.format(body='{"model_path": "output/v2"}'),
+         "Training v2 with a lower learning rate and submitting it."),
+    Step("./scaffold.sh decide keep 'SFT still improves.' && ./scaffold.sh journal && "
+         "./timer.sh", "Answering the revision checkpoint, reading my journal back."),
     Step(None, "Done."),
 )
 
 
+@dataclass(frozen=True)
+class CLI:
+    """How each CLI's own end-to-end test (tests/test_agent_<name>.py) drives it."""
+
+    agent: str
+    protocol: str
+    """The scripted server's protocol module."""
+    key_env: str
+    api_path: str = ""
+    driver: str = "scripted-model"
+
+
+CLIS = [CLI("claude-code", "anthropic", "ANTHROPIC_API_KEY"),
+        CLI("codex", "responses", "OPENAI_API_KEY", "/v1"),
+        CLI("gemini", "gemini", "GEMINI_API_KEY"),
+        CLI("openhands", "chat", "LLM_API_KEY", "/v1", "openai/scripted-model"),
+        CLI("opencode", "chat", "OPENAI_API_KEY", "/v1")]
+
+
+def unescaped(text: str) -> str:
+    """The grader's compact JSON as it sits in tool results, however many times the CLI's
+    request encoded it (a tool output inside a JSON string inside the request body, ...)."""
+    while '\\"' in text:
+        text = text.replace('\\"', '"')
+    return text
+
+
 @pytest.mark.cli
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
-def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("cli", CLIS, ids=[c.agent for c in CLIS])
+def test_every_component_end_to_end(cli: CLI, tiny_model: Path, monkeypatch: pytest.MonkeyPatch,
                                     installed_cli) -> None:  # type: ignore[no-untyped-def]
-    installed_cli("opencode")
+    installed_cli(cli.agent)
+    monkeypatch.delenv("CODEX_API_KEY", raising=False)  # codex would prefer it to the driver's
     skills = importlib.util.find_spec("a2rl.scaffold._skills") is not None
     components = [c for c in COMPONENTS if c != "skills" or skills]
     monkeypatch.setenv("A2RL_SCAFFOLD_API_KEY", SCAFFOLD_KEY)
     judge, script = Judge(), Script(plan=PLAN)
     with tempfile.TemporaryDirectory(prefix="sc-", dir="/tmp", ignore_cleanup_errors=True) as short, \
             serve_on_loopback(judge.app()) as judge_port, \
-            serve_on_loopback(create_app(script, ["chat"])) as port:
+            serve_on_loopback(create_app(script, [cli.protocol])) as port:
         config = ScaffoldConfig(components=components,  # type: ignore[arg-type]
                                 llm_base_url=f"http://127.0.0.1:{judge_port}/v1",
                                 llm_model="scripted-judge", evaluator_items=4, revision_every=2,
                                 revision_plateau=None, revision_fractions=[])
-        rec, run_dir = run_cli_agent(Path(short), tiny_model, "opencode",
-                                     f"http://127.0.0.1:{port}/v1", monkeypatch,
-                                     key_env="OPENAI_API_KEY", network="none", scaffold=config,
+        # network none: the sandbox reaches only the grader and the scripted server (through a
+        # unix socket bridge in the run folder: a short root keeps it inside AF_UNIX's limit)
+        rec, run_dir = run_cli_agent(Path(short), tiny_model, cli.agent,
+                                     f"http://127.0.0.1:{port}{cli.api_path}", monkeypatch,
+                                     key_env=cli.key_env, driver=cli.driver, network="none",
+                                     scaffold=config,
                                      # no periodic snapshot (the journal's tag is then known)
                                      # and a budget a loaded machine does not run out of
                                      snapshot_every_s=7200.0, budget_s=3600)
@@ -134,7 +179,7 @@ def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.Monkey
     # the evaluator saw train-visible outputs, and its report reached the agent in the reply
     assert len(reports) == 1 and reports[0].status == "ok", reports
     assert reports[0].expectation == EXPECTATION and reports[0].outputs_shown == 4
-    replies = sent.replace('\\"', '"')  # the grader's compact JSON inside tool results
+    replies = unescaped(sent)
     assert DIAGNOSIS in sent and '"evaluator_status":"done"' in replies, replies[-3000:]
     # the revision checkpoint opened after the second submission and was answered
     assert [(c.checkpoint_id, c.event) for c in checkpoints] == [("c01", "opened"),
@@ -172,3 +217,75 @@ def test_every_component_end_to_end(tiny_model: Path, monkeypatch: pytest.Monkey
     scaffolded = "".join(t for p, t in everything.items() if sd in p.parents) + sent
     for question in secret:
         assert question not in judged and question not in scaffolded, question
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+def test_reference_agent_uses_the_scaffold(tmp_path: Path, tiny_model: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference agent (fixed steps on the tiny model, as in test_integration) with the
+    scaffold on: it submits its plan and trains only once it is approved, journals its plan,
+    dev measurements and a lesson, answers the revision checkpoint with an explicit decision and
+    asks the evaluator to review its submissions, all through ./scaffold.sh."""
+    from a2rl.runner import RunConfig, run
+
+    monkeypatch.setenv("A2RL_SCAFFOLD_API_KEY", SCAFFOLD_KEY)
+    judge = Judge()
+    with serve_on_loopback(judge.app()) as judge_port:
+        # a checkpoint at 0.01% of the budget (0.36 s, less than the agent's imports take):
+        # open before the agent first looks; a budget a loaded machine does not run out of
+        config = ScaffoldConfig(components=["journal", "evaluator", "plan-review", "revision"],
+                                llm_base_url=f"http://127.0.0.1:{judge_port}/v1",
+                                llm_model="scripted-judge", evaluator_items=0,
+                                revision_every=None, revision_plateau=None,
+                                revision_fractions=[0.0001])
+        rec = run(RunConfig(task="arith", task_params=dict(TINY_TASK), agent="reference",
+                            model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
+                            eval_timeout_s=1800, grace_s=2, port=0,
+                            runs_dir=str(tmp_path / "runs"), scaffold=config,
+                            agent_options={"steps": "2", "batch_size": "4", "max_train": "16"}))
+    run_dir = tmp_path / "runs" / "arith" / rec.run_id
+    transcript = (run_dir / "agent" / "transcript.log").read_text()
+    assert rec.exit_reason == "agent_exited" and rec.agent_exit_code == 0, transcript[-3000:]
+    assert [(s.model_path, s.status) for s in rec.submissions] == [
+        ("output/v1", "scored"), ("output/v2", "scored")], transcript[-3000:]
+    sd = run_dir / "scaffold"
+    journal = read_jsonl(sd / "journal.jsonl", JournalEntry)
+    plans = read_jsonl(sd / "plans.jsonl", PlanEvent)
+    checkpoints = read_jsonl(sd / "checkpoints.jsonl", CheckpointEvent)
+    reports = read_jsonl(sd / "evaluations.jsonl", EvaluatorReport)
+    analysis = ScaffoldAnalysis.model_validate_json((run_dir / "scaffold.json").read_text())
+    # the plan: the recipe in k/d/g terms, reviewed and approved before any training
+    assert [(e.event, e.review.verdict if e.review else None) for e in plans] == [
+        ("submitted", None), ("reviewed", "approve")], plans
+    plan = plans[0].plan
+    assert plan is not None and plan.strategy.model_dump() == {
+        "k": "full SFT", "d": "self-generated", "g": "from base"}
+    assert abs(sum(plan.budget_split.values()) - 1) < 0.01 and "dev" in plan.evaluation_plan
+    assert "plan review: approved" in transcript
+    assert analysis.plans[0].outcome == "approve" and analysis.trained_before_approval is False
+    assert analysis.experiments_before_approval == 0
+    assert analysis.approved_at_s is not None and analysis.first_training_s is not None
+    assert analysis.approved_at_s < analysis.first_training_s
+    # the journal: its plan (with the strategy), the base model's dev score, a lesson; the
+    # harness adds each submission's score
+    agent = [e for e in journal if e.author == "agent"]
+    assert [e.kind for e in agent] == ["eval_result", "plan", "lesson"], agent
+    assert agent[1].strategy is not None and agent[1].strategy.d == "self-generated"
+    assert analysis.journal_by_kind == {"eval_result": 1, "plan": 1, "lesson": 1}
+    assert analysis.journal_by_author.get("harness") == 2
+    # the checkpoint (0.01% of the budget) answered with an explicit keep and its reason
+    assert [(c.checkpoint_id, c.event) for c in checkpoints] == [("c01", "opened"),
+                                                                 ("c01", "decided")]
+    decision = checkpoints[1].decision
+    assert decision is not None and decision.action == "keep" and decision.reason
+    assert [c.action for c in analysis.checkpoints] == ["keep"]
+    # the evaluator reviewed both submissions (score only: evaluator_items=0)
+    assert sorted(r.submission_id for r in reports) == ["s0001", "s0002"]
+    assert all(r.status == "ok" and r.outputs_shown == 0 for r in reports), reports
+    if rec.exec_traced:  # the scaffold work went through the tool, seen like any agent's
+        assert analysis.journal_seconds > 0
+    task = get_task("arith", dict(TINY_TASK))
+    train = {i["question"] for i in task.train_items()}
+    judged = json.dumps([{k: v for k, v in r.items() if k != "_auth"} for r in judge.requests])
+    for item in task.heldout_items():
+        assert item["question"] in train or item["question"] not in judged

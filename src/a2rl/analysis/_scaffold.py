@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from a2rl._util import atomic_write_text
+from a2rl.analysis._phases import _union as span_union
 from a2rl.recording._snapshots import Snapshot, read_snapshots, snapshot_files
 from a2rl.records import (
     AgentEvent,
@@ -194,16 +195,6 @@ def _usage_tokens(analysis: RunAnalysis | None) -> int | None:
     return int(analysis.usage.get("input_tokens", 0) + analysis.usage.get("output_tokens", 0))
 
 
-def _union(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return total
-
-
 def _tool_time(run_dir: Path) -> tuple[float, float, int]:
     """Seconds in scaffold-tool and skill commands, and the number of skill reads: from the
     model's commands (events.jsonl), else from the exec trace."""
@@ -222,7 +213,7 @@ def _tool_time(run_dir: Path) -> tuple[float, float, int]:
             reads += "SKILL.md" in text
         elif any(m in text for m in JOURNAL_MARKERS):
             journal.append(span)
-    return round(_union(journal), 3), round(_union(skills), 3), reads
+    return round(span_union(journal), 3), round(span_union(skills), 3), reads
 
 
 def _skill_usage(run_dir: Path, out: ScaffoldAnalysis) -> None:

@@ -40,7 +40,8 @@ from a2rl.results._load import load_runs, relpath
 
 NAV = [("index.html", "Overview"), ("leaderboard.html", "Leaderboard"), ("modes.html", "Modes"),
        ("scaling.html", "Scaling"), ("trajectories.html", "Trajectories"),
-       ("strategy.html", "Strategy"), ("tables/", "Tables (CSV/MD)")]
+       ("strategy.html", "Strategy"), ("scaffold.html", "Scaffold"),
+       ("tables/", "Tables (CSV/MD)")]
 LEVEL_ORDER = ("L1", "L2", "L3")
 MAX_SNAPSHOT_FILES = 200
 MAX_SNAPSHOT_BYTES = 256 << 10
@@ -203,6 +204,7 @@ class Site:
         self.scaling()
         self.trajectories()
         self.strategy()
+        self.scaffold()
         for r, row in self.shown:
             self.run_page(r, row)
         self.tables_index()
@@ -451,6 +453,13 @@ class Site:
                           for m in ("submissions", "code_files", "model_versions",
                                     "zero_score_rate", "best_at_submission")] + [w["marks"]]
                        for w in ws]))
+        self.pages.append(p)
+
+    def scaffold(self) -> None:
+        from a2rl.report import _scaffold_page
+
+        p = Page("scaffold.html", "Experience-driven scaffold")
+        _scaffold_page.build(self, p)
         self.pages.append(p)
 
     def run_page(self, r: LoadedRun, row: dict[str, Any]) -> None:

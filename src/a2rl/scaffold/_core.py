@@ -492,7 +492,7 @@ class Scaffold:
                    if f <= used and f not in self._fired_fractions]
             self._fired_fractions.update(due)
         if due:
-            self.open_checkpoint([f"{round(100 * f)}% of the budget used" for f in due])
+            self.open_checkpoint([f"{100 * f:g}% of the budget used" for f in due])
 
     def open_checkpoint(self, triggers: list[str]) -> CheckpointEvent | None:
         """Open a checkpoint now, or queue it behind the one still waiting for a decision."""

@@ -14,17 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2rl._errors import A2RLError
-from a2rl.records._scaffold import (
-    CheckpointEvent,
-    Decision,
-    EvaluatorReport,
-    JournalEntry,
-    JournalKind,
-    Plan,
-    PlanEvent,
-    PlanStatus,
-    Strategy,
-)
+from a2rl.records import _scaffold as rec  # by module: _core holds the one list of names
 from a2rl.scaffold._core import Scaffold, normalize_strategy, strategy_fix
 
 PLAN_HELP = ('{"strategy": {"k": "full SFT", "d": "curated", "g": "from base"}, "data": "...", '
@@ -38,13 +28,13 @@ DECISION_HELP = ('{"checkpoint_id": "c01", "action": "keep", "reason": "..."} or
 class JournalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: JournalKind
+    kind: rec.JournalKind
     text: str = Field(min_length=1, max_length=8000)
-    strategy: Strategy | None = None
+    strategy: rec.Strategy | None = None
     follows: list[str] = Field(default_factory=list, max_length=20)
 
 
-class DecisionRequest(Decision):
+class DecisionRequest(rec.Decision):
     checkpoint_id: str
 
 
@@ -52,14 +42,14 @@ class ScaffoldState(BaseModel):
     """GET /scaffold: what is on, and what waits for the agent."""
 
     components: list[str]
-    plan_status: PlanStatus | None
-    pending_decision: CheckpointEvent | None
-    strategy: Strategy | None
+    plan_status: rec.PlanStatus | None
+    pending_decision: rec.CheckpointEvent | None
+    strategy: rec.Strategy | None
 
 
 class PlanState(BaseModel):
-    status: PlanStatus
-    events: list[PlanEvent]
+    status: rec.PlanStatus
+    events: list[rec.PlanEvent]
 
 
 class PendingEvaluation(BaseModel):
@@ -101,8 +91,8 @@ def scaffold_router(scaffold: Scaffold) -> APIRouter:
                              pending_decision=scaffold.pending_checkpoint(),
                              strategy=scaffold.strategy)
 
-    @router.post("/journal", response_model=JournalEntry)
-    async def add(request: Request) -> JournalEntry:
+    @router.post("/journal", response_model=rec.JournalEntry)
+    async def add(request: Request) -> rec.JournalEntry:
         need("journal")
         body = _body(await request.body(), JournalRequest,
                      '{"kind": "plan|observation|lesson|eval_result|eval_analysis", '
@@ -113,15 +103,15 @@ def scaffold_router(scaffold: Scaffold) -> APIRouter:
         except A2RLError as exc:
             raise HTTPException(409, detail=str(exc)) from None
 
-    @router.get("/journal", response_model=list[JournalEntry])
-    def read(kind: str | None = None) -> list[JournalEntry]:
+    @router.get("/journal", response_model=list[rec.JournalEntry])
+    def read(kind: str | None = None) -> list[rec.JournalEntry]:
         need("journal")
         return [e for e in scaffold.journal() if kind is None or e.kind == kind]
 
-    @router.post("/plan", response_model=PlanEvent)
-    async def plan(request: Request) -> PlanEvent:
+    @router.post("/plan", response_model=rec.PlanEvent)
+    async def plan(request: Request) -> rec.PlanEvent:
         need("plan-review")
-        body = _body(await request.body(), Plan, PLAN_HELP)
+        body = _body(await request.body(), rec.Plan, PLAN_HELP)
         total = sum(body.budget_split.values())
         if not body.budget_split or abs(total - 1.0) > 0.05 or min(
                 body.budget_split.values()) < 0:
@@ -139,25 +129,25 @@ def scaffold_router(scaffold: Scaffold) -> APIRouter:
         return PlanState(status=scaffold.plan_status(),
                          events=scaffold.plan_events())
 
-    @router.get("/decision", response_model=CheckpointEvent | None)
-    def pending() -> CheckpointEvent | None:
+    @router.get("/decision", response_model=rec.CheckpointEvent | None)
+    def pending() -> rec.CheckpointEvent | None:
         need("revision")
         scaffold.check_fractions()
         return scaffold.pending_checkpoint()
 
-    @router.post("/decision", response_model=CheckpointEvent)
-    async def decide(request: Request) -> CheckpointEvent:
+    @router.post("/decision", response_model=rec.CheckpointEvent)
+    async def decide(request: Request) -> rec.CheckpointEvent:
         need("revision")
         body = _body(await request.body(), DecisionRequest, DECISION_HELP)
         try:
-            return scaffold.decide(body.checkpoint_id, Decision(
+            return scaffold.decide(body.checkpoint_id, rec.Decision(
                 action=body.action, reason=body.reason, strategy=body.strategy))
         except A2RLError as exc:
             raise HTTPException(409, detail=str(exc)) from None
 
     @router.get("/evaluations/{submission_id}",
-                response_model=EvaluatorReport | PendingEvaluation)
-    def evaluation(submission_id: str) -> EvaluatorReport | PendingEvaluation:
+                response_model=rec.EvaluatorReport | PendingEvaluation)
+    def evaluation(submission_id: str) -> rec.EvaluatorReport | PendingEvaluation:
         need("evaluator")
         report = scaffold.report(submission_id)
         if report is not None:

@@ -31,7 +31,7 @@ def revision_triggers(config: ScaffoldConfig) -> str:
         parts.append(f"after {config.revision_plateau} evaluated submissions in a row without a "
                      "new best")
     if config.revision_fractions:
-        parts.append("when " + ", ".join(f"{round(100 * f)}%" for f in
+        parts.append("when " + ", ".join(f"{100 * f:g}%" for f in
                                         sorted(config.revision_fractions))
                      + " of the budget is used")
     return "; ".join(parts) or "none configured"

@@ -52,6 +52,7 @@ from a2rl.agents.reference_agent.recipe import (
     split_dev,
     with_worked_targets,
 )
+from a2rl.agents.reference_agent.scaffold_client import ScaffoldClient, budget_split
 
 HERE = Path(__file__).parent
 
@@ -135,7 +136,14 @@ def train_cmd(script: Path, init: str, data: Path, out: str, args: argparse.Name
     return cmd
 
 
-def static(code: Path, args: argparse.Namespace) -> None:
+def recipe_strategy(recipe: str) -> dict[str, str]:
+    """The recipe in the scaffold's strategy terms (k, d, g) for its first training run."""
+    return {"k": "RL" if recipe == "grpo" else "full SFT",
+            "d": "self-generated" if recipe in ("rft", "rollout-rft") else "curated",
+            "g": "from base"}
+
+
+def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
     task = os.environ["TASK"]
     base = os.environ["MODEL_PATH"]
     rows = sft_rows(task, read_jsonl(Path(os.environ["DATA_PATH"]) / "train.jsonl"))
@@ -163,6 +171,8 @@ def static(code: Path, args: argparse.Namespace) -> None:
         plan_rate = (time.monotonic() - t0) / max(1, len(dev))
         base_dev = dev_score(outs, dev, check)
         log(f"base model on dev: {base_dev:.1f} ({plan_rate:.3f} s per item)")
+        sc.journal("eval_result", f"base model on {len(dev)} dev rows (train rows set aside): "
+                   f"{base_dev:.1f}")
     left = remaining()
     passes = 1 + args.samples
     plan = plan_time(left, gen_s_per_item=plan_rate, n_dev=len(dev),
@@ -174,6 +184,24 @@ def static(code: Path, args: argparse.Namespace) -> None:
     if not plan.feasible:
         log("not enough time for even a short training run; stopping")
         return
+    if sc.components:
+        strategy = recipe_strategy(recipe)
+        dev_check_s = 1.3 * len(dev) * plan_rate
+        what = {"rft": f"rejection-sampled own answers on {plan.generate_items} train question "
+                       "passes (right ones kept, wrong final numbers corrected), worked targets "
+                       "for the rest", "grpo": "the train questions with the task's rule reward",
+                "sft": "the train answers as given"}[recipe]
+        sc.journal("plan", f"recipe {recipe}: {what}; {len(train_rows)} train rows, "
+                   f"{len(dev)} set aside as dev", strategy)
+        sc.submit_plan({"strategy": strategy, "data": f"data/train.jsonl: {what}; "
+                        f"{len(train_rows)} rows for training, {len(dev)} as a dev split",
+                        "budget_split": budget_split(left, plan.generate_items * plan_rate,
+                                                     plan.n_candidates * dev_check_s),
+                        "evaluation_plan": f"each of {plan.n_candidates} checkpoint(s) scored "
+                        f"on the {len(dev)} dev rows (the task's answer check); submit those "
+                        "that beat the base model there, best first"},
+                       code / "plan.json", max_wait_s=0.2 * left)
+        sc.answer_checkpoint(f"the plan ({recipe}) has not been tried yet")
 
     data = code / "train_data.jsonl"
     if recipe == "rft":
@@ -204,6 +232,7 @@ def static(code: Path, args: argparse.Namespace) -> None:
     script = code / ("train_grpo.py" if recipe == "grpo" else "train_sft.py")
     shutil.copyfile(HERE / script.name, script)
     log(f"wrote {script}")
+    sc.answer_checkpoint(f"about to train with the planned recipe ({recipe}); no result yet")
     if args.steps:
         paths = staged(script, base, data, args)
         candidates = [Candidate(p, 0.0) for p in paths]
@@ -234,11 +263,23 @@ def static(code: Path, args: argparse.Namespace) -> None:
         chosen = select_candidates(candidates, base_dev, max_submit=args.max_submit)
         if chosen and chosen[0].dev_score <= base_dev:
             log("no candidate beats the base model on dev; submitting the best one anyway")
+    if check is not None and not args.steps:
+        for cand in candidates:
+            sc.journal("eval_result", f"{cand.path} on dev: {cand.dev_score:.1f} "
+                       f"(base {base_dev:.1f})")
+    best = max((c.dev_score for c in candidates), default=None)
+    judged = best is not None and check is not None and not args.steps
+    evidence = (f"the best checkpoint reached {best:.1f} on dev against the base's "
+                f"{base_dev:.1f}" if judged else "no dev comparison (fixed steps, or no answer "
+                "check)")
+    sc.answer_checkpoint(f"{recipe} is done ({evidence}): submitting its models")
     for cand in chosen:
         # Not waiting: the grader scores it after this agent exits, so the time left is not
         # spent waiting for evaluations.
-        reply = grader("POST", "/submit", {"model_path": cand.path, "wait": False})
+        reply = grader("POST", "/submit", sc.submit_body({"model_path": cand.path,
+                                                          "wait": False}))
         log(f"submitted {cand.path} (dev {cand.dev_score:.1f}): {json.dumps(reply)}")
+    sc.journal("lesson", f"{recipe}: {evidence}; submitted {len(chosen)} model(s)")
 
 
 def staged(script: Path, base: str, data: Path, args: argparse.Namespace) -> list[str]:
@@ -278,9 +319,21 @@ def judge(paths: list[str], dev: list[dict[str, Any]],
     return candidates
 
 
-def interactive(script: Path, args: argparse.Namespace) -> None:
+def interactive(script: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
     data = Path(os.environ["DATA_PATH"])
     init, task = os.environ["MODEL_PATH"], os.environ["TASK"]
+    if sc.components:
+        strategy = recipe_strategy("rollout-rft")
+        what = (f"{args.rounds} round(s) of rollouts on the train episodes ({args.samples + 1} "
+                "per episode), successful trajectories kept (plus shipped demonstrations), SFT "
+                "on their assistant steps, each round from the last")
+        sc.journal("plan", f"recipe rollout-rft: {what}", strategy)
+        left = remaining()
+        sc.submit_plan({"strategy": strategy, "data": f"data/episodes.jsonl: {what}",
+                        "budget_split": {"data": 0.5, "training": 0.4, "evaluation": 0.1},
+                        "evaluation_plan": "the share of successful train rollouts per round; "
+                        "each round's model is submitted"},
+                       Path("code") / "plan.json", max_wait_s=0.2 * left)
     for round_ in range(1, args.rounds + 1):
         kept: list[dict] = []
         for sample in range(args.samples + 1):
@@ -301,6 +354,9 @@ def interactive(script: Path, args: argparse.Namespace) -> None:
         if round_ == 1 and demos.exists():
             kept += [{**d, "success": True} for d in read_jsonl(demos)]
         rows = rft_rows(kept, min_reward=args.min_reward)
+        sc.journal("eval_result", f"round {round_}: {len(rows)} training rows from "
+                   f"{len(kept)} trajectories")
+        sc.answer_checkpoint(f"round {round_} of rollout-rft found {len(rows)} rows to train on")
         if not rows:
             log(f"round {round_}: nothing to train on; stopping")
             return
@@ -314,7 +370,10 @@ def interactive(script: Path, args: argparse.Namespace) -> None:
         if subprocess.run(cmd).returncode != 0:
             log("training failed; stopping")
             return
-        log(f"submitted {out_dir}: {json.dumps(grader('POST', '/submit', {'model_path': out_dir}))}")
+        reply = grader("POST", "/submit", sc.submit_body({"model_path": out_dir}))
+        log(f"submitted {out_dir}: {json.dumps(reply)}")
+        sc.journal("lesson", f"round {round_}: trained on {len(rows)} rows, submitted {out_dir} "
+                   f"(score {reply.get('score')}); the next round starts from it")
         init = out_dir
 
 
@@ -362,14 +421,15 @@ def main() -> int:
         f"{status.get('remaining_seconds')} s left")
     code = Path("code")
     code.mkdir(exist_ok=True)
+    sc = ScaffoldClient(log)  # does nothing unless the run has --scaffold
     if (Path(os.environ["DATA_PATH"]) / "episodes.jsonl").exists():
         if args.recipe not in (None, "rollout-rft"):
             log(f"recipe {args.recipe} is for static tasks; this one is interactive: rollout-rft")
         shutil.copyfile(HERE / "train_sft.py", code / "train_sft.py")
         log(f"wrote {code}/train_sft.py")
-        interactive(code / "train_sft.py", args)
+        interactive(code / "train_sft.py", args, sc)
     else:
-        static(code, args)
+        static(code, args, sc)
     log("done")
     return 0
 
