@@ -358,7 +358,7 @@ def demo(
     # The reference agent sizes its work from the grader's clock (no fixed step count), so
     # the demo holds on a slower machine; --steps fixes it for a reproducible comparison.
     record = _do_run(task="arith", agent="reference", model="smollm2-135m", mode="free",
-                     # One submission by default: in the five measured draws the checkpoint
+                     # One submission by default: in the four measured draws the checkpoint
                      # best on dev was also best on the held-out set, and scoring a second one
                      # costs 65-80 s of the ten minutes the demo may take.
                      budget=budget,
