@@ -72,8 +72,11 @@ def one_draw(index: int, work: Path, share_models: Path | None, extra: list[str]
         ["demo", "--runs-dir", str(runs), *extra]
     load = os.getloadavg()[0]
     start = time.monotonic()
+    # Its own session, so its own autogroup: boosting the autogroup of a demo that shares the
+    # caller's session would boost everything else started from that shell as well (a test
+    # suite launched beside it got the same priority and the boost did nothing).
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, start_new_session=True)
     stop = threading.Event()
     if nice is not None:
         threading.Thread(target=boost, args=(proc.pid, nice, stop), daemon=True).start()
