@@ -4,6 +4,7 @@ between data the agent produced and the held-out items. Findings never change a 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,36 +139,34 @@ def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
     return findings
 
 
-def train_visible_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
-    """The task's own train-visible text data (the workspace's data/ folder)."""
-    out: dict[str, str] = {}
-    data = workspace / "data"
-    if not data.is_dir():
-        return out
-    for p in sorted(data.rglob("*")):
-        if p.is_file() and not p.is_symlink() and p.suffix in (".jsonl", ".json", ".csv", ".txt") \
-                and p.stat().st_size <= max_bytes:
-            try:
-                out[str(p.relative_to(workspace))] = p.read_text(errors="ignore")
-            except OSError:
-                continue
-    return out
+TEXT_SUFFIXES = (".jsonl", ".json", ".csv", ".txt")
 
 
-def data_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
-    """Text data the agent produced (outside model/ and data/)."""
+def _text_files(workspace: Path, keep: Callable[[Path, Path], bool],
+                max_bytes: int) -> dict[str, str]:
+    """Text files under `workspace` (by workspace-relative path) that `keep(path, rel)` accepts."""
     out: dict[str, str] = {}
     if not workspace.exists():
         return out
-    for p in workspace.rglob("*"):
+    for p in sorted(workspace.rglob("*")):
         rel = p.relative_to(workspace)
-        if rel.parts and rel.parts[0] in ("model", "data"):
-            continue
-        if p.is_file() and p.suffix in (".jsonl", ".json", ".csv", ".txt") \
-                and p.stat().st_size <= max_bytes and not p.name.startswith(("tokenizer", "config",
-                                                                               "vocab", "special_")):
+        if p.is_file() and p.suffix in TEXT_SUFFIXES and keep(p, rel) \
+                and p.stat().st_size <= max_bytes:
             try:
                 out[str(rel)] = p.read_text(errors="ignore")
             except OSError:
                 continue
     return out
+
+
+def train_visible_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
+    """The task's own train-visible text data (the workspace's data/ folder)."""
+    return _text_files(workspace, lambda p, rel: rel.parts[:1] == ("data",) and not p.is_symlink(),
+                       max_bytes)
+
+
+def data_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
+    """Text data the agent produced (outside model/ and data/)."""
+    return _text_files(
+        workspace, lambda p, rel: rel.parts[:1] not in (("model",), ("data",))
+        and not p.name.startswith(("tokenizer", "config", "vocab", "special_")), max_bytes)
