@@ -2,6 +2,7 @@
 
     python bench/l3_baselines.py [--model smollm2-135m] [--episodes 20 | --full]
                                  [--tasks alfworld,webshop,deepsearchqa] [--compare 4]
+                                 [--engine transformers|vllm --vllm-env DIR --memory 0.3]
 
 Scores the base model on the first `--episodes` held-out episodes of each offline L3 task
 (`max_heldout`; `--full`: the whole held-out set), exactly as the grader scores a baseline
@@ -10,7 +11,11 @@ time and time per episode. A partial run's full-size time is an extrapolation an
 (ALFWorld 134, WebShop 100, DeepSearchQA 200 episodes; targets 30, 30 and 15 min).
 `--compare N` then rolls the first N episodes out again in this process with the KV-cached
 engine and with the previous engine (every step re-encodes its whole prompt) and checks that
-the trajectories are identical (greedy). DeepSearchQA runs offline (generated corpus, BM25) with
+the trajectories are identical (greedy). With `--engine vllm` (the venv `a2rl engines install
+vllm --cpu --extras alfworld,webshop` makes; ALFWorld's engine must be installed there too)
+`--compare N` instead evaluates the first N episodes again with the transformers engine and
+counts the identical step completions (goal >= 97 %; after an episode's first differing step
+every later step of it counts as different). DeepSearchQA runs offline (generated corpus, BM25) with
 the string-match judge unless A2RL_JUDGE_BASE_URL is set. Rows are appended as JSON lines to
 `--out`.
 """
@@ -30,7 +35,8 @@ from _common import Reencoding, cpu_seconds, load, result  # noqa: E402
 
 from a2rl.envs import run_rollouts  # noqa: E402
 from a2rl.grader import score_baseline  # noqa: E402
-from a2rl.inference import load_engine  # noqa: E402
+from a2rl.inference import load_engine, select  # noqa: E402
+from a2rl.inference._registry import resolve  # noqa: E402
 from a2rl.models import resolve_model  # noqa: E402
 from a2rl.tasks import get_task  # noqa: E402
 
@@ -66,6 +72,60 @@ def compare(name: str, task: Any, model_dir: Path, n: int) -> tuple[bool, float,
     return runs[0][1] == runs[1][1], runs[0][0], runs[1][0]
 
 
+def details(eval_dir: Path) -> list[dict[str, Any]]:
+    """The trajectories an evaluation wrote (details.jsonl opens with the task's summary row)."""
+    rows = [json.loads(line) for line in (eval_dir / "details.jsonl").read_text().splitlines()]
+    return [r for r in rows if "steps" in r]
+
+
+def same_steps(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
+    """(identical steps, steps, first difference per episode) of two engines' trajectories of
+    the same episodes: steps match while both episodes agree; after the first differing
+    completion the episodes see different observations, so every later step counts as
+    different."""
+    same, total, diffs = 0, 0, []
+    by_id = {t["episode_id"]: t for t in b}
+    for ta in a:
+        tb = by_id[ta["episode_id"]]
+        total += max(len(ta["steps"]), len(tb["steps"]))
+        for i, (sa, sb) in enumerate(zip(ta["steps"], tb["steps"], strict=False)):
+            if sa["completion"] != sb["completion"]:
+                diffs.append(f"{ta['episode_id']} step {i}: {sa['completion']!r} / "
+                             f"{sb['completion']!r}")
+                break
+            same += 1
+    return same, total, diffs
+
+
+def compare_engines(name: str, model: Any, n: int, eval_dir: Path) -> dict[str, Any]:
+    """The first n episodes again with the transformers engine, against the selected engine's
+    trajectories of them in `eval_dir`."""
+    task = get_task(name, {**OFFLINE_OPTIONS[name], "max_heldout": n})
+    engine = select_engine("transformers")
+    other = eval_dir.with_name("transformers")
+    try:
+        start = time.monotonic()
+        score_baseline(task, model, other, timeout_s=6 * 3600, use_cache=False)
+        seconds = time.monotonic() - start
+    finally:
+        select(engine)
+    wanted = {t["episode_id"] for t in details(other)}
+    same, total, diffs = same_steps([t for t in details(eval_dir) if t["episode_id"] in wanted],
+                                    details(other))
+    return {"compare_episodes": n, "identical_steps": same, "compared_steps": total,
+            "identical_pct": round(100 * same / max(1, total), 2), "differences": diffs[:20],
+            "compare_transformers_wall_s": round(seconds, 1)}
+
+
+def select_engine(name: str, memory: float | None = None) -> Any:
+    """Select engine `name` for the evaluation child; returns what was selected before."""
+    from a2rl.inference._registry import selected
+
+    before = selected()
+    select(resolve(name, memory_fraction=memory))
+    return before
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
@@ -75,8 +135,18 @@ def main() -> None:
     ap.add_argument("--compare", type=int, default=0,
                     help="check N episodes' trajectories against the previous engine")
     ap.add_argument("--out", default="bench/l3_baselines.jsonl")
+    ap.add_argument("--engine", choices=["transformers", "vllm"], default="transformers")
+    ap.add_argument("--vllm-env", default=None,
+                    help="the vLLM venv (default $A2RL_VLLM_ENV or the engines under A2RL_HOME)")
+    ap.add_argument("--memory", type=float, default=0.3,
+                    help="vLLM's share of the machine's memory (weights + KV cache)")
     args = ap.parse_args()
     model = resolve_model(args.model)
+    if args.vllm_env:
+        import os
+
+        os.environ["A2RL_VLLM_ENV"] = str(Path(args.vllm_env).absolute())
+    select_engine(args.engine, args.memory if args.engine == "vllm" else None)
     for name in args.tasks.split(","):
         params = {**OFFLINE_OPTIONS[name], **({} if args.full else {"max_heldout": args.episodes})}
         task = get_task(name, params)
@@ -85,6 +155,9 @@ def main() -> None:
             record = score_baseline(task, model, Path(tmp) / "eval", timeout_s=6 * 3600,
                                     use_cache=False)
             seconds, cpu = time.monotonic() - start, cpu_seconds() - cpu
+            engine_rows: dict[str, Any] = {}
+            if args.compare and args.engine != "transformers":
+                engine_rows = compare_engines(name, model, args.compare, Path(tmp) / "eval")
         n = record.n_items
         full = n >= FULL_SIZE[name]
         estimate = seconds / max(1, n) * FULL_SIZE[name] / 60
@@ -93,8 +166,8 @@ def main() -> None:
             "metrics": record.metrics, "wall_s": round(seconds, 1), "cpu_s": round(cpu, 1),
             "s_per_episode": round(seconds / max(1, n), 2), "full_size": FULL_SIZE[name],
             "full_size_min": round(estimate, 1), "measured_full": full, "load": load(),
-            "date": time.strftime("%Y-%m-%d %H:%M")}
-        if args.compare:
+            "engine": args.engine, "date": time.strftime("%Y-%m-%d %H:%M"), **engine_rows}
+        if args.compare and args.engine == "transformers":
             same, cached_s, old_s = compare(name, task, model.path, args.compare)
             row.update({"compare_episodes": args.compare, "identical_to_previous_engine": same,
                         "compare_cached_cpu_s": round(cached_s, 1),
@@ -103,11 +176,17 @@ def main() -> None:
         with open(args.out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
         how = "measured" if full else f"extrapolated from {n} episodes"
+        how += f", engine {args.engine}"
         result(f"L3 baseline {name} ({FULL_SIZE[name]} episodes), wall", estimate, "min",
                target=f"<= {TARGET_MIN[name]}", ok=estimate <= TARGET_MIN[name], note=how)
         result(f"L3 baseline {name} ({FULL_SIZE[name]} episodes), CPU", cpu / max(1, n)
                * FULL_SIZE[name] / 60, "cpu-min", note=f"{how}; 2 cores busy = half this in wall")
-        if args.compare:
+        if engine_rows:
+            result(f"L3 {name} {args.engine} / transformers identical step completions",
+                   engine_rows["identical_pct"], "%", target=">= 97",
+                   ok=engine_rows["identical_pct"] >= 97,
+                   note=f"{args.compare} episodes, {engine_rows['compared_steps']} steps")
+        if args.compare and args.engine == "transformers":
             result(f"L3 {name} previous engine / kv-cached ({args.compare} episodes)",
                    old_s / max(0.1, cached_s), "x",
                    note=f"identical trajectories: {row['identical_to_previous_engine']}")
