@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=12)
     args = ap.parse_args()
     model = resolve_model(args.model).path
-    os.environ.setdefault("A2RL_KV_SESSIONS", "1")  # measure the cached path (opt-in for now)
+    os.environ.pop("A2RL_KV_SESSIONS", None)  # the cached path (the default) is what is measured
     engine = load_engine(model)
     episodes = [Episode(id=f"w{i}", split="train",
                         payload={"goal": ROOMS[i % len(ROOMS)], "start": ROOMS[(i * 5 + 1) % len(ROOMS)]})

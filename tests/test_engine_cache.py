@@ -75,9 +75,8 @@ EPISODES = [Episode(id=f"e{i}", split="train", payload={"length": n, "word": w})
 @pytest.fixture(scope="module")
 def engine(tiny_model: Path) -> TransformersEngine:
     eng = load_engine(tiny_model, backend="transformers")
-    # The cached path is opt-in (A2RL_KV_SESSIONS=1) until its overhead is fixed; test it.
-    assert isinstance(eng, TransformersEngine) and eng._full_attention_only()
-    eng._caching = True
+    # The cached path is the default (A2RL_KV_SESSIONS=0 turns it off).
+    assert isinstance(eng, TransformersEngine) and eng._caching
     return eng
 
 
@@ -131,3 +130,16 @@ def test_sessions_api(engine: TransformersEngine) -> None:
     for key in ("a", "b", "c", "never-started"):
         engine.end_session(key)
     assert engine._sessions == {}
+
+
+def test_kv_sessions_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A2RL_KV_SESSIONS=0 gives the previous engine (every turn re-encodes its whole prompt),
+    for comparisons."""
+    monkeypatch.setenv("A2RL_KV_SESSIONS", "0")
+    eng = load_engine(tiny_model, backend="transformers")
+    assert isinstance(eng, TransformersEngine) and not eng._caching
+    settings = GenerationSettings(max_new_tokens=3)
+    prompt = eng.apply_chat_template([{"role": "user", "content": "Say one word."}])
+    assert eng.generate_sessions([SessionPrompt("s", prompt)], settings) == \
+        eng.generate([prompt], settings)
+    assert eng._sessions == {} and eng.cache_stats["prompt_tokens"] == 0

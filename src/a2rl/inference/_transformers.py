@@ -3,7 +3,9 @@
 Sessions (interactive rollouts) keep each conversation's KV cache between its turns: a turn
 encodes only the tokens after the longest prefix its prompt shares with a cached sequence (its
 own previous prompt + completion, or, for a new conversation, another one's: the task preamble
-all episodes share is encoded once), then every session of the call decodes in one batch.
+all episodes share is encoded once). One `generate` call then serves every session of the
+round: its first forward encodes all the sessions' new tokens at once (each row its cached
+prefix, then its new tokens, pads masked between), and they decode together.
 """
 
 from __future__ import annotations
@@ -74,11 +76,11 @@ class TransformersEngine(EngineBase):
         self._sessions: dict[str, _Cached] = {}
         self._donor: _Cached | None = None
         """The last ended session's cache: the next episode usually shares its preamble."""
-        # Off by default: measured on this 2-core CPU (bench/rollout_lockstep.py, SmolLM2-135M,
-        # 8 episodes x 3 steps) the cached path gave identical trajectories but cost 163.5 CPU s
-        # against 54.6 for re-encoding: a per-session overhead not yet profiled. A2RL_KV_SESSIONS=1
-        # turns it on (tests and benchmarks do) until that is fixed.
-        self._caching = (os.environ.get("A2RL_KV_SESSIONS") == "1"
+        # On unless A2RL_KV_SESSIONS=0 (the previous engine, re-encoding every prompt, for
+        # comparisons). An earlier measurement that found the cached path 3x slower in CPU time
+        # was an artefact of a loaded machine (OpenMP threads spinning while descheduled); on a
+        # quiet one it is faster even on short prompts (bench/rollout_lockstep.py).
+        self._caching = (os.environ.get("A2RL_KV_SESSIONS", "1") != "0"
                          and self._full_attention_only())
         self.cache_stats = {"prompt_tokens": 0, "encoded_tokens": 0}
         """Session prompts' tokens, and how many of them had to be encoded (the rest came
@@ -155,17 +157,16 @@ class TransformersEngine(EngineBase):
             torch.manual_seed(settings.seed)
         ids = [self.tokenizer(r.prompt, return_tensors="pt", add_special_tokens=False)
                ["input_ids"][0] for r in requests]
-        for key, tokens in zip(keys, ids, strict=True):
-            if len(tokens) == 0:
-                raise A2RLError("an empty prompt was sent to the engine",
-                                "render the conversation with apply_chat_template first")
-            self._sessions[key] = self._prefill(key, tokens)
+        if any(len(tokens) == 0 for tokens in ids):
+            raise A2RLError("an empty prompt was sent to the engine",
+                            "render the conversation with apply_chat_template first")
         results: list[str] = [""] * len(requests)
-        # Similar cache lengths decode together (less padding), batch_size at a time.
+        # Similar prompt lengths decode together (less padding), batch_size at a time.
         order = sorted(range(len(requests)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            texts = self._decode([keys[i] for i in chunk], [ids[i] for i in chunk], settings)
+            texts = self._generate_chunk([keys[i] for i in chunk], [ids[i] for i in chunk],
+                                         settings)
             for i, text in zip(chunk, texts, strict=True):
                 results[i] = text
         return results
@@ -175,58 +176,78 @@ class TransformersEngine(EngineBase):
         if cached is not None:
             self._donor = cached
 
-    def _prefill(self, key: str, tokens: Any) -> _Cached:
-        """The session's cache extended to all of `tokens` but the last (which the decode step
-        feeds), reusing the longest cached prefix among this session's and every other's."""
-        import torch
-        from transformers import DynamicCache
-
+    def _reuse(self, key: str, tokens: Any) -> tuple[list[tuple[Any, Any]], int]:
+        """The longest prefix of `tokens` some cache holds (this session's, another live one's
+        or the last ended one's), as (per-layer keys/values cut to it, its length); at most
+        all tokens but the last, so every turn feeds at least one."""
         target = len(tokens) - 1
-        self.cache_stats["prompt_tokens"] += len(tokens)
         best, reuse = None, 0
-        candidates = [self._sessions.get(key), *self._sessions.values(), self._donor]
-        for cand in candidates:
+        for cand in [self._sessions.get(key), *self._sessions.values(), self._donor]:
             if cand is None:
                 continue
             n = min(_common_prefix(cand.tokens, tokens), target)
             if n > reuse:
                 best, reuse = cand, n
-        kv = [(k[:, :, :reuse], v[:, :, :reuse]) for k, v in best.kv] if best else []
-        self.cache_stats["encoded_tokens"] += len(tokens) - reuse  # the last one is fed in decode
-        if reuse == target:
-            return _Cached(tokens[:target], kv)
-        cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache(config=self.model.config)
-        new = tokens[reuse:target].unsqueeze(0).to(self.device)
-        with torch.inference_mode():
-            # Only the cache is wanted; one position of logits keeps the lm_head cheap.
-            self.model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=1)
-        return _Cached(tokens[:target], _layers(cache))
+        if best is None or reuse == 0:
+            return [], 0
+        return [(k[:, :, :reuse], v[:, :, :reuse]) for k, v in best.kv], reuse
 
-    def _decode(self, keys: list[str], ids: list[Any], settings: GenerationSettings) -> list[str]:
-        """Generate for sessions whose caches cover all their prompt but the last token: the
-        caches are left-padded into one batch; each session keeps its row afterwards."""
+    def _prefill(self, tokens: Any, kv: list[tuple[Any, Any]], reuse: int) -> _Cached:
+        """A cache of all of `tokens` but the last, extending `kv` (its first `reuse` tokens).
+        Used for a conversation that another one in the same call shares more with than any
+        cache does: encoded alone first, so the other reuses it (the task preamble of a new
+        batch of episodes is encoded once)."""
         import torch
         from transformers import DynamicCache
 
-        cached = [self._sessions[k] for k in keys]
-        width = max(len(c.tokens) for c in cached)  # cache columns; the prompts are width + 1
+        cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            # Only the cache is wanted; one position of logits keeps the lm_head cheap.
+            self.model(input_ids=tokens[reuse:-1].unsqueeze(0).to(self.device), cache=cache,
+                       use_cache=True, logits_to_keep=1)
+        return _Cached(tokens[:-1], _layers(cache))
+
+    def _generate_chunk(self, keys: list[str], ids: list[Any],
+                        settings: GenerationSettings) -> list[str]:
+        """One batched `generate` for these sessions: each row is its cached prefix (right-
+        aligned in the cache columns) followed by its new tokens (right-aligned after them),
+        pads masked out; the first forward encodes every row's new tokens at once, then all
+        decode together. Each session keeps its row's cache, pads removed, afterwards."""
+        import torch
+        from transformers import DynamicCache
+
+        reused = []
+        for row, (key, tokens) in enumerate(zip(keys, ids, strict=True)):
+            self.cache_stats["prompt_tokens"] += len(tokens)
+            kv, n = self._reuse(key, tokens)
+            self.cache_stats["encoded_tokens"] += len(tokens) - n
+            shared = max((_common_prefix(tokens, other) for other in ids[row + 1:]), default=0)
+            if min(shared, len(tokens) - 1) > n:
+                fresh = self._prefill(tokens, kv, n)
+                self._sessions[key] = fresh
+                kv, n = fresh.kv, len(fresh.tokens)
+            reused.append((kv, n))
+        width = max(n for _, n in reused)  # cache columns
+        fed = max(len(tokens) - n for tokens, (_, n) in zip(ids, reused, strict=True))
+        total = width + fed
         pad_id = self.tokenizer.pad_token_id
-        input_ids = torch.full((len(keys), width + 1), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(keys), width + 1), dtype=torch.long)
-        for row, tokens in enumerate(ids):
-            input_ids[row, width + 1 - len(tokens):] = tokens
-            mask[row, width + 1 - len(tokens):] = 1
+        input_ids = torch.full((len(keys), total), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(keys), total), dtype=torch.long)
+        for row, (tokens, (_, n)) in enumerate(zip(ids, reused, strict=True)):
+            input_ids[row, width - n:width] = tokens[:n]
+            mask[row, width - n:width] = 1
+            input_ids[row, total - (len(tokens) - n):] = tokens[n:]
+            mask[row, total - (len(tokens) - n):] = 1
+        # Rows without a cached prefix get zero columns of the others' shape.
+        shaped = next((kv for kv, _ in reused if kv), [])
         layers = []
-        # A one-token prompt has an empty cache (no layers yet): zero columns of the others' shape.
-        shaped = next((c.kv for c in cached if c.kv), [])
-        for layer in range(len(shaped)):
+        for layer in range(len(shaped) if width else 0):
             ks, vs = [], []
-            for c in cached:
-                k, v = c.kv[layer] if c.kv else (shaped[layer][0][:, :, :0], shaped[layer][1][:, :, :0])
-                gap = width - k.shape[2]
-                if gap:
-                    k = torch.cat([k.new_zeros(*k.shape[:2], gap, k.shape[3]), k], dim=2)
-                    v = torch.cat([v.new_zeros(*v.shape[:2], gap, v.shape[3]), v], dim=2)
+            for kv, n in reused:
+                k, v = kv[layer] if kv else (shaped[layer][0][:, :, :0], shaped[layer][1][:, :, :0])
+                if width - n:
+                    k = torch.cat([k.new_zeros(*k.shape[:2], width - n, k.shape[3]), k], dim=2)
+                    v = torch.cat([v.new_zeros(*v.shape[:2], width - n, v.shape[3]), v], dim=2)
                 ks.append(k)
                 vs.append(v)
             layers.append((torch.cat(ks), torch.cat(vs)))
@@ -237,18 +258,20 @@ class TransformersEngine(EngineBase):
             out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
                                       generation_config=self._config(settings),
                                       tokenizer=self.tokenizer if settings.stop else None)
-        new_tokens = out[:, width + 1:]
-        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        texts = self.tokenizer.batch_decode(out[:, total:], skip_special_tokens=True)
         # What the cache now covers: the prompt and every generated token but the last (never
         # fed). Tokens after a row's end are pads the model did see; a later prompt diverges
         # from them at once, so they are never reused wrongly.
         grown = _layers(cache)
         # Column j of the cache holds token out[:, j]; never keep a column without its token.
         covered = min(grown[0][0].shape[2], out.shape[1])
-        for row, (key, tokens) in enumerate(zip(keys, ids, strict=True)):
-            left = width + 1 - len(tokens)
-            seq = out[row, left:covered].cpu()
-            kv = [(k[row:row + 1, :, left:covered].clone(), v[row:row + 1, :, left:covered].clone())
+        for row, (key, tokens, (_, n)) in enumerate(zip(keys, ids, reused, strict=True)):
+            # The row's own columns, in order: its cached prefix, its new tokens, what it
+            # generated (the masked pads between them are dropped).
+            cols = torch.cat([torch.arange(width - n, width),
+                              torch.arange(total - (len(tokens) - n), covered)]).to(out.device)
+            seq = out[row].index_select(0, cols).cpu()
+            kv = [(k[row:row + 1].index_select(2, cols), v[row:row + 1].index_select(2, cols))
                   for k, v in grown]
             self._sessions[key] = _Cached(seq, kv)
         return [cut_at_stop(t, settings.stop) for t in texts]

@@ -24,14 +24,17 @@ agent under test, so the code is adversarial by assumption. Two properties are n
    solution's interpreter: anything in that interpreter (a success marker, the launcher's
    memory, its exit status, its stdout) is the solution's to forge, since it can read
    /proc/self, its fds and its own launcher, monkeypatch anything, or call `os._exit(0)`.
-   Instead a second, trusted process, the *judge* (`JUDGE_LAUNCHER`, outside the sandbox,
+   Instead a second, trusted process, the *judge* (`JUDGE_SERVER`'s forks, outside the sandbox,
    never running untrusted code), executes the context (e.g. the HumanEval prompt) and the
    tests, and binds the entry point's name to a proxy. Every call the tests make goes to the
    solution process over a pipe as plain data (`_CODEC`: None, bool, int, float, complex, str,
    bytes, list, tuple, dict, set, frozenset), and the reply comes back as plain data; the
    comparison (`assert candidate(x) == y`) happens in the judge. The verdict is "passed" only
-   when the judge's `check(entry_point)` returned, and the host reads it from the judge's own
-   stdout, tagged with a per-run nonce that only the host and the judge know. The solution can
+   when the judge's `check(entry_point)` returned, and the host reads it from a pipe only the
+   host and that judge hold, tagged with a per-run nonce that only the two of them know. Each
+   executor worker keeps one judge server (an interpreter started once, `-I -S`: standard
+   library only) and every program's judge is a fork of it, handed its pipes over a socket
+   pair: a program costs one new interpreter (the solution's), not two. The solution can
    only ever answer calls: writing junk to its pipe, exiting early, killing its parent, hanging
    or printing a marker all end as a failure, and an object whose `__eq__` is always True
    cannot cross the pipe at all.
@@ -61,6 +64,7 @@ import platform
 import secrets
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -434,18 +438,12 @@ def _a2rl_candidate():
 _a2rl_candidate()
 '''
 
-JUDGE_LAUNCHER = _CODEC + r'''
+_JUDGE_CORE = _CODEC + r'''
 
-def _a2rl_judge():
-    import ctypes, json, os, resource, sys
-    # Not dumpable: another process of the same (non-root) user cannot read this one's memory
-    # or open its /proc fds. That only matters unsandboxed, where no pid namespace hides it.
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-    cfg = json.loads(sys.stdin.readline())
-    job = json.loads(sys.stdin.read())
+def _a2rl_judge(cfg, job, verdict_fd):
+    import json, os, resource
     for name, soft, hard in cfg["rlimits"]:
         resource.setrlimit(getattr(resource, name), (soft, hard))
-    verdict_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # trusted test code may print: never onto the verdict channel
     os.dup2(devnull, 0)
@@ -503,10 +501,87 @@ def _a2rl_judge():
     except BaseException as exc:
         finish("failed", f"{type(exc).__name__}: {exc}".strip().rstrip(":"))
     finish("passed", "")
-
-
-_a2rl_judge()
 '''
+
+JUDGE_SERVER = _JUDGE_CORE + r'''
+
+def _a2rl_judge_server():
+    # One trusted process per executor worker, started once: each job is a fork of it (the
+    # interpreter and the codec are loaded already), judged exactly as a fresh judge would.
+    import ctypes, json, os, signal, socket, sys
+    # Not dumpable (inherited by every fork): another process of the same (non-root) user
+    # cannot read its memory or open its /proc fds. That only matters unsandboxed, where no
+    # pid namespace hides it.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished judges are reaped by the kernel
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 5)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)  # the host closed its end: no more jobs
+        if len(fds) != 5:
+            for fd in fds:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            try:  # a judge never returns into the server's loop
+                sock.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                request_w, reply_r, verdict_w, job_r, err = fds
+                os.dup2(err, 2)
+                os.close(err)
+                with os.fdopen(job_r, "rb") as fh:
+                    header, _, body = fh.read().partition(b"\n")
+                cfg = json.loads(header)
+                cfg.update(request_fd=request_w, reply_fd=reply_r)
+                _a2rl_judge(cfg, json.loads(body), verdict_w)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
+_a2rl_judge_server()
+'''
+
+
+class JudgeServer:
+    # A forking server of trusted judges (see JUDGE_SERVER): one per executor worker, so a
+    # program costs one fork here instead of a fresh interpreter. Jobs arrive over a socket
+    # pair as five descriptors (the two pipes to the solution, the verdict pipe, the job's pipe
+    # and the judge's stderr); nothing else reaches it.
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="a2rl-judge-")
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen(
+                [*_python_argv(JUDGE_SERVER, site=False), str(child.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd=self._dir.name, env={**env, "HOME": self._dir.name},
+                pass_fds=(child.fileno(),), start_new_session=True)
+        finally:
+            child.close()
+        self._sock = host
+
+    def submit(self, fds: Sequence[int]) -> None:
+        socket.send_fds(self._sock, [b"j"], list(fds))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.proc.pid)
+            self.proc.wait()
+        self._dir.cleanup()
 
 
 def _python_roots() -> list[Path]:
@@ -574,8 +649,13 @@ def _probe_bwrap(exe: str) -> str | None:
     limits = ExecLimits()
     job = TestedProgram('def f(x):\n    "The probe."\n', "    return x + 1\n",
                         "def check(candidate):\n    assert candidate(1) == 2\n", "f")
-    result = _execute(bwrap_argv(exe, limits), job, limits=limits, bpf=process_blocking_filter(),
-                      sandboxed=True, timeout_s=30.0)
+    judges = JudgeServer(_minimal_env(None))
+    try:
+        result = _execute(bwrap_argv(exe, limits), job, limits=limits,
+                          bpf=process_blocking_filter(), sandboxed=True, timeout_s=30.0,
+                          judges=judges)
+    finally:
+        judges.close()
     if result.passed:
         return None
     return f"bwrap failed its self-test (exit {result.returncode}): {result.output.strip()[-500:]}"
@@ -635,30 +715,57 @@ class CodeExecutor:
 
     def run(self, job: TestedProgram, *, timeout_s: float | None = None) -> ExecResult:
         """Run one solution against its tests to a verdict, a failure or the timeout."""
+        judges = JudgeServer(_minimal_env(None))
+        try:
+            return self._run(job, judges, timeout_s)
+        finally:
+            judges.close()
+
+    def _run(self, job: TestedProgram, judges: JudgeServer,
+             timeout_s: float | None = None) -> ExecResult:
         return _execute(self.argv(), job, limits=self.limits, bpf=self._bpf,
-                        sandboxed=self.sandboxed,
+                        sandboxed=self.sandboxed, judges=judges,
                         timeout_s=self.limits.timeout_s if timeout_s is None else timeout_s)
 
     def run_many(self, jobs: Sequence[TestedProgram], *, workers: int | None = None,
                  on_done: Callable[[int], None] | None = None) -> list[ExecResult]:
         """Run all jobs, `workers` at a time (default: one per usable core); results in the
-        order of `jobs`. Threads suffice: each one only waits on its child processes."""
+        order of `jobs`. Threads suffice: each one only waits on its child processes. Each
+        worker has its own judge server (a fork per program instead of a new interpreter)."""
         lock = threading.Lock()
+        local = threading.local()
+        servers: list[JudgeServer] = []
 
         def one(job: TestedProgram) -> ExecResult:
-            result = self.run(job)
+            judges = getattr(local, "judges", None)
+            if judges is None or not judges.alive():
+                judges = local.judges = JudgeServer(_minimal_env(None))
+                with lock:
+                    servers.append(judges)
+            result = self._run(job, judges)
             if on_done:
                 with lock:
                     on_done(1)
             return result
 
-        with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
-            return list(pool.map(one, jobs))
+        try:
+            with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
+                return list(pool.map(one, jobs))
+        finally:
+            for judges in servers:
+                judges.close()
 
 
-def _python_argv(source: str) -> list[str]:
-    # -I: ignore PYTHON* variables, the user site and the current directory.
-    return [sys.executable, "-I", "-c", source]
+def _minimal_env(cwd: str | None) -> dict[str, str]:
+    """Nothing of the caller's environment (tokens, paths) reaches a solution or a judge."""
+    return {"PATH": "/usr/bin:/bin", "HOME": cwd or SANDBOX_CWD, "LANG": "C.UTF-8"}
+
+
+def _python_argv(source: str, *, site: bool = True) -> list[str]:
+    # -I: ignore PYTHON* variables, the user site and the current directory. -S (site=False):
+    # no site-packages either, and no start-up cost for them (the judge needs the standard
+    # library only: its tests are the dataset's, and the candidate's values arrive as data).
+    return [sys.executable, "-I", *([] if site else ["-S"]), "-c", source]
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
@@ -677,25 +784,26 @@ def _feed(proc: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
 
 
 def _execute(sandbox_argv: list[str], job: TestedProgram, *, limits: ExecLimits,
-             bpf: bytes | None, sandboxed: bool, timeout_s: float) -> ExecResult:
+             bpf: bytes | None, sandboxed: bool, timeout_s: float,
+             judges: JudgeServer) -> ExecResult:
     if not job.entry_point.isidentifier():
         raise ValueError(f"entry point {job.entry_point!r} is not a Python identifier")
     nonce = secrets.token_hex(16)  # only the host and the judge ever hold it
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(tempfile.TemporaryFile())
         judge_err = stack.enter_context(tempfile.TemporaryFile())
-        judge_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-judge-"))
         cwd: str | None = None  # sandboxed: bwrap's --chdir into the private tmpfs
         if not sandboxed:  # a throwaway working directory
             cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-exec-"))
-        # A minimal environment: nothing of the caller's (tokens, paths) reaches either child.
-        env = {"PATH": "/usr/bin:/bin", "HOME": cwd or SANDBOX_CWD, "LANG": "C.UTF-8"}
+        env = _minimal_env(cwd)
         request_r, request_w = os.pipe()  # judge -> solution
         reply_r, reply_w = os.pipe()  # solution -> judge
+        verdict_r, verdict_w = os.pipe()  # judge -> host
+        job_r, job_w = os.pipe()  # host -> judge: its header and the trusted code
         start = time.monotonic()
         candidate: subprocess.Popen[bytes] | None = None
-        judge: subprocess.Popen[bytes] | None = None
         timed_out = False
+        verdict_text = b""
         try:
             candidate_header = {"bpf": bpf.hex() if bpf else None, "rlimits": limits.rlimits(),
                                 "request_fd": request_r, "reply_fd": reply_w,
@@ -706,52 +814,89 @@ def _execute(sandbox_argv: list[str], job: TestedProgram, *, limits: ExecLimits,
                 sandbox_argv + _python_argv(CANDIDATE_LAUNCHER),
                 stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
                 pass_fds=(request_r, reply_w), start_new_session=True)
+            os.close(request_r)
+            os.close(reply_w)
+            request_r = reply_w = -1
+            # The judge's CPU is bounded too: trusted tests only wait on the solution, which
+            # the host kills at the timeout, but a judge must never outlive its job for long.
+            cpu = int(timeout_s) + 2
             judge_header = {"rlimits": [("RLIMIT_AS", limits.memory_bytes, limits.memory_bytes),
-                                        ("RLIMIT_CORE", 0, 0)],
-                            "request_fd": request_w, "reply_fd": reply_r, "nonce": nonce,
-                            "max_message": _MAX_MESSAGE}
-            judge = subprocess.Popen(
-                _python_argv(JUDGE_LAUNCHER), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=judge_err, cwd=judge_dir, env={**env, "HOME": judge_dir},
-                pass_fds=(request_w, reply_r), start_new_session=True)
-            for fd in (request_r, request_w, reply_r, reply_w):
+                                        ("RLIMIT_CPU", cpu, cpu + 1), ("RLIMIT_CORE", 0, 0)],
+                            "nonce": nonce, "max_message": _MAX_MESSAGE}
+            judges.submit([request_w, reply_r, verdict_w, job_r, judge_err.fileno()])
+            for fd in (request_w, reply_r, verdict_w, job_r):
                 os.close(fd)
-            request_r = request_w = reply_r = reply_w = -1
+            request_w = reply_r = verdict_w = job_r = -1
             _feed(candidate, (json.dumps(candidate_header) + "\n" + job.context
                               + job.solution + "\n").encode())
-            judge_input = json.dumps(judge_header) + "\n" + json.dumps(
-                {"context": job.context, "tests": job.tests, "entry_point": job.entry_point})
-            try:
-                verdict_text, _ = judge.communicate(judge_input.encode(), timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                verdict_text = b""
+            _write_all(job_w, (json.dumps(judge_header) + "\n" + json.dumps(
+                {"context": job.context, "tests": job.tests, "entry_point": job.entry_point}))
+                .encode())
+            job_w = -1
+            verdict_text, timed_out = _read_until_eof(verdict_r, start + timeout_s)
             # The judge is done: the solution may finish on its own (end of requests).
             with contextlib.suppress(subprocess.TimeoutExpired):
                 candidate.wait(timeout=0.5 if not timed_out else 0)
         finally:
-            for fd in (request_r, request_w, reply_r, reply_w):
+            for fd in (request_r, request_w, reply_r, reply_w, verdict_r, verdict_w, job_r, job_w):
                 if fd >= 0:
-                    os.close(fd)
-            for proc in (candidate, judge):
-                if proc is not None and proc.poll() is None:
-                    _kill_group(proc.pid)
-                    proc.wait()
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            if candidate is not None and candidate.poll() is None:
+                _kill_group(candidate.pid)
+                candidate.wait()
         wall = time.monotonic() - start
         output = _tail(out)
         judge_log = _tail(judge_err)
-    assert candidate is not None and judge is not None
+    assert candidate is not None
     rc = candidate.returncode
     if timed_out:
         return ExecResult("timeout", None, output, wall)
-    status, reason = _read_verdict(verdict_text, nonce, judge.returncode)
-    if judge.returncode != 0 and judge_log.strip():  # a judge failure is a2rl's bug: show it
+    status, reason = _read_verdict(verdict_text, nonce, 0)
+    if status != "passed" and judge_log.strip():  # a judge failure is a2rl's bug: show it
         reason = f"{reason}: {judge_log.strip()[-1000:]}"
     if status != "passed" and rc in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         return ExecResult("timeout", rc, output, wall)  # CPU limit: a timeout in CPU seconds
     if reason:
         output = f"{output}\n[judge] {reason}".strip()
     return ExecResult(status, rc, output, wall)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write `data` to the pipe `fd` from a thread and close it (the judge reads it whole
+    first, so a job larger than the pipe's buffer never blocks the caller)."""
+
+    def write() -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def _read_until_eof(fd: int, deadline: float) -> tuple[bytes, bool]:
+    """Everything written to the pipe `fd` until its writer closes it, or (b"", True) at the
+    deadline. The judge writes one verdict line and exits."""
+    import selectors
+
+    chunks: list[bytes] = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                return b"", True
+            data = os.read(fd, 65536)
+            if not data:
+                return b"".join(chunks), False
+            chunks.append(data)
+            if sum(map(len, chunks)) > 1 << 20:  # a verdict is one short line
+                return b"".join(chunks), False
 
 
 def _read_verdict(text: bytes, nonce: str, returncode: int | None) -> tuple[ExecStatus, str]:
