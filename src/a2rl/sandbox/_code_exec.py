@@ -548,6 +548,10 @@ _a2rl_judge_server()
 '''
 
 
+class JudgeServerGone(OSError):
+    """The judge server cannot take a job: it exited or was killed."""
+
+
 class JudgeServer:
     # A forking server of trusted judges (see JUDGE_SERVER): one per executor worker, so a
     # program costs one fork here instead of a fresh interpreter. Jobs arrive over a socket
@@ -568,7 +572,10 @@ class JudgeServer:
         self._sock = host
 
     def submit(self, fds: Sequence[int]) -> None:
-        socket.send_fds(self._sock, [b"j"], list(fds))
+        try:
+            socket.send_fds(self._sock, [b"j"], list(fds))
+        except OSError as exc:  # the server is gone (killed by a program, out of memory)
+            raise JudgeServerGone(str(exc)) from exc
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -737,12 +744,21 @@ class CodeExecutor:
         servers: list[JudgeServer] = []
 
         def one(job: TestedProgram) -> ExecResult:
-            judges = getattr(local, "judges", None)
-            if judges is None or not judges.alive():
-                judges = local.judges = JudgeServer(_minimal_env(None))
-                with lock:
-                    servers.append(judges)
-            result = self._run(job, judges)
+            for attempt in range(3):
+                judges = getattr(local, "judges", None)
+                if judges is None or not judges.alive():
+                    judges = local.judges = JudgeServer(_minimal_env(None))
+                    with lock:
+                        servers.append(judges)
+                try:
+                    result = self._run(job, judges)
+                    break
+                except JudgeServerGone:
+                    # An earlier program of this worker killed the server (unsandboxed it can
+                    # see it): a new one judges this program; that program itself only failed.
+                    local.judges = None
+                    if attempt == 2:
+                        raise
             if on_done:
                 with lock:
                     on_done(1)
