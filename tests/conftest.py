@@ -144,3 +144,25 @@ def installed_cli(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
         return agent
 
     return make
+
+
+def short_decoding(monkeypatch: pytest.MonkeyPatch, task_cls: type, *, max_new_tokens: int = 24,
+                   max_steps: int = 2) -> None:
+    """Cap a task class's decoding for an in-process test on the random tiny model, which never
+    ends a turn: every static completion would otherwise run to the task's full token budget
+    (512 for gsm8k, humaneval, alpacaeval) and every episode to its step limit. The code path is
+    unchanged (the same engine, prompts, stop strings, parser and scorer); only the budget
+    shrinks. Evaluation children and sandboxed commands do not see the patch."""
+    import dataclasses
+
+    generation = getattr(task_cls, "generation", None)
+    if generation is not None:
+        monkeypatch.setattr(task_cls, "generation", dataclasses.replace(
+            generation, max_new_tokens=min(generation.max_new_tokens, max_new_tokens)))
+    rollout = getattr(task_cls, "rollout", None)
+    if rollout is not None:
+        gen = rollout.generation
+        monkeypatch.setattr(task_cls, "rollout", dataclasses.replace(
+            rollout, max_steps=min(rollout.max_steps, max_steps),
+            generation=dataclasses.replace(gen, max_new_tokens=min(gen.max_new_tokens,
+                                                                   max_new_tokens))))

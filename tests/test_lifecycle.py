@@ -154,6 +154,26 @@ def test_sigterm_during_the_baseline_closes_the_run(harness: Callable[..., Harne
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_each_handled_signal_stops_the_run_like_ctrl_c(sig: int) -> None:
+    """In-process: SIGTERM and SIGHUP raise the same HarnessTerminated, named by the signal
+    (run.json's error), which closes the run as below."""
+    from a2rl.runner._lifecycle import terminate_on_signals
+    from a2rl.runner._supervise import HarnessTerminated
+
+    before = signal.getsignal(sig)
+    with pytest.raises(HarnessTerminated) as caught, terminate_on_signals():
+        os.kill(os.getpid(), sig)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the handler runs between bytecodes, at once
+            time.sleep(0.01)
+    assert caught.value.signum == sig and str(caught.value) == signal.Signals(sig).name
+    assert signal.getsignal(sig) == before  # the harness's handler is gone again
+
+
+# SIGHUP takes SIGTERM's handler (above) and the same path through the run: its full run is in
+# `make test-extended`.
+@pytest.mark.parametrize("sig", [signal.SIGTERM,
+                                 pytest.param(signal.SIGHUP, marks=pytest.mark.extended)])
 def test_signal_in_the_agent_phase_keeps_the_scored_submission(
         harness: Callable[..., Harness], sig: int) -> None:
     h = harness()
