@@ -462,7 +462,9 @@ def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, tiny_mod
     from a2rl.runner import RunConfig, run
 
     config = RunConfig(task="alfworld", task_params={**SMALL, "max_heldout": 1},
-                       agent="reference", agent_options={"rounds": "1", "samples": "1",
+                       # greedy rollouts only: the sampled pass (50 steps of 100 random tokens
+                       # an episode here) runs in test_integration_reference.py (deepsearchqa)
+                       agent="reference", agent_options={"rounds": "1", "samples": "0",
                                                          "episodes": "2", "steps": "1"},
                        model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
                        eval_timeout_s=900, grace_s=2, port=0, runs_dir=str(tmp_path / "runs"))
