@@ -45,10 +45,12 @@ def test_reference_agent_pipeline_on_tiny_model(tmp_path: Path, tiny_model: Path
 
 
 @needs_bwrap
-def test_reference_agent_on_an_interactive_task(tmp_path: Path, tiny_model: Path) -> None:
+def test_reference_agent_on_an_interactive_task(tmp_path: Path, looking_model: Path) -> None:
     """L3: the reference agent rolls out on train episodes inside its sandbox with `a2rl rollout`,
-    keeps successful trajectories and trains on them (a random tiny model has none to keep)."""
-    rec = run(config(tmp_path, tiny_model, "reference", task="deepsearchqa",
+    keeps successful trajectories and trains on them (a model that only says `look` has none to
+    keep: no search or answer action, so each episode ends after its first turn, as the random
+    tiny model's did after 256 tokens)."""
+    rec = run(config(tmp_path, looking_model, "reference", task="deepsearchqa",
                      task_params={"source": "offline", "max_heldout": 2},
                      agent_options={"rounds": "1", "samples": "1", "episodes": "2", "steps": "1"}))
     rd = run_dir_of(rec, tmp_path)
