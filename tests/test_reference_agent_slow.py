@@ -25,7 +25,7 @@ def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> 
     cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129, "n_heldout": 100},
                     agent="reference", agent_options={"steps": "10", "gen_items": "60"},
                     model=str(smollm2_dir),
-                    mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=600, grace_s=5,
+                    mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=1800, grace_s=5,
                     port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(cfg)
     rd = tmp_path / "runs" / "arith" / rec.run_id
