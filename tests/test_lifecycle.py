@@ -32,7 +32,8 @@ def _agent() -> str:
     return f"cmd:mkdir -p code && echo {blob} | base64 -d > code/a.py && python code/a.py"
 
 
-def _wait(what: str, check: Callable[[], object], timeout: float = 600) -> object:
+def _wait(what: str, check: Callable[[], object], timeout: float = 1800) -> object:
+    # generous: a starved machine took 412 s to set a run up (no assertion on durations)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := check():
