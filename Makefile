@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install install-vllm demo test bench lint clean
+.PHONY: install install-vllm demo test test-extended bench lint clean
 
 # vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
 # it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
@@ -33,6 +33,11 @@ demo: install
 
 test: install install-vllm
 	$(BIN)/python -m pytest
+
+# The cases `make test` leaves out (pytest marker `extended`): more signals and CLIs through paths
+# the default suite already runs end to end.
+test-extended: install install-vllm
+	$(BIN)/python -m pytest -m extended
 
 # Every benchmark, one table of ratios at the end (bench/run_all.py; BENCH_ARGS=--quick for a
 # short pass). bench/vllm_ratio.py joins automatically once it exists.

@@ -66,6 +66,60 @@ def tiny_model(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
+LOOK = "look"
+"""What `looking_model` says at every turn: a valid ALFWorld command, no action elsewhere."""
+
+
+@pytest.fixture(scope="session")
+def looking_model(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer Llama with the SmolLM2 tokenizer whose every completion is `look`, then the end
+    of the turn (greedy or sampled): a bigram model by construction. For end-to-end runs that
+    need turns and episodes, not their content: the random `tiny_model` never ends a turn, so
+    each of its ALFWorld episodes is 50 steps of 100 tokens and each GSM8K item 512 tokens.
+
+    The layers add nothing to the residual stream (zero output projections), so the final
+    hidden state is the normalised embedding of the last token. Every embedding has a constant
+    first coordinate; `look`'s also has a second one. The output rows: `look` reads the first
+    coordinate minus twice the second, the end of turn reads the second: after any token but
+    `look` the logits are 56.6 for `look` and 0 for the rest, after `look` 40 for the end of
+    turn and -40 for `look`."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    out = tmp_path_factory.mktemp("looking-model")
+    tok = AutoTokenizer.from_pretrained(smollm2_dir)
+    (look,) = tok.encode(LOOK, add_special_tokens=False)
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=4096, tie_word_embeddings=False,
+                      bos_token_id=tok.bos_token_id, eos_token_id=eos)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        emb = model.model.embed_tokens.weight
+        emb.zero_()
+        emb[:, 0] = 1.0
+        emb[look, 1] = 1.0
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        head = model.lm_head.weight
+        head.zero_()
+        head[look, 0], head[look, 1] = 10.0, -20.0
+        head[eos, 1] = 10.0
+        # what it says, checked here so that a transformers change cannot make it silently chatty
+        prompt = tok.apply_chat_template([{"role": "user", "content": "Go."}], tokenize=True,
+                                         add_generation_prompt=True, return_tensors="pt")
+        ids = prompt if isinstance(prompt, torch.Tensor) else prompt["input_ids"]
+        first = int(model(ids).logits[0, -1].argmax())
+        second = int(model(torch.cat([ids, torch.tensor([[first]])], 1)).logits[0, -1].argmax())
+    assert (first, second) == (look, eos), (first, second)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
 @pytest.fixture
 def model_copy(tiny_model: Path, tmp_path: Path):
     """Copy a model folder somewhere (optionally into a workspace's output/)."""
@@ -144,3 +198,25 @@ def installed_cli(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-d
         return agent
 
     return make
+
+
+def short_decoding(monkeypatch: pytest.MonkeyPatch, task_cls: type, *, max_new_tokens: int = 24,
+                   max_steps: int = 2) -> None:
+    """Cap a task class's decoding for an in-process test on the random tiny model, which never
+    ends a turn: every static completion would otherwise run to the task's full token budget
+    (512 for gsm8k, humaneval, alpacaeval) and every episode to its step limit. The code path is
+    unchanged (the same engine, prompts, stop strings, parser and scorer); only the budget
+    shrinks. Evaluation children and sandboxed commands do not see the patch."""
+    import dataclasses
+
+    generation = getattr(task_cls, "generation", None)
+    if generation is not None:
+        monkeypatch.setattr(task_cls, "generation", dataclasses.replace(
+            generation, max_new_tokens=min(generation.max_new_tokens, max_new_tokens)))
+    rollout = getattr(task_cls, "rollout", None)
+    if rollout is not None:
+        gen = rollout.generation
+        monkeypatch.setattr(task_cls, "rollout", dataclasses.replace(
+            rollout, max_steps=min(rollout.max_steps, max_steps),
+            generation=dataclasses.replace(gen, max_new_tokens=min(gen.max_new_tokens,
+                                                                   max_new_tokens))))

@@ -453,18 +453,22 @@ def test_evaluate_on_tiny_model(task: alf.ALFWorldTask, tiny_model: Path,
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
-def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, tiny_model: Path,
+def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, looking_model: Path,
                                                 tmp_path: Path) -> None:
     """`a2rl run --task alfworld --agent reference`: baseline on the real engine, the sandboxed
     agent rolls out on its train games with `a2rl rollout` (the engine runs inside the sandbox
-    from the workspace's game files), keeps successes (a random tiny model has none), and the
-    run closes with its record and analysis."""
+    from the workspace's game files), keeps successes (a model that only looks has none), and
+    the run closes with its record and analysis. The model says `look` at every step (the random
+    tiny model's 100-token turns made each episode minutes), so every episode plays its 50 steps
+    on the engine."""
     from a2rl.runner import RunConfig, run
 
     config = RunConfig(task="alfworld", task_params={**SMALL, "max_heldout": 1},
-                       agent="reference", agent_options={"rounds": "1", "samples": "1",
+                       # greedy rollouts only: the sampled pass runs in
+                       # test_integration_reference.py (deepsearchqa)
+                       agent="reference", agent_options={"rounds": "1", "samples": "0",
                                                          "episodes": "2", "steps": "1"},
-                       model=str(tiny_model), mode="free", budget_s=3600, sandbox="bwrap",
+                       model=str(looking_model), mode="free", budget_s=3600, sandbox="bwrap",
                        eval_timeout_s=900, grace_s=2, port=0, runs_dir=str(tmp_path / "runs"))
     rec = run(config)
     rd = tmp_path / "runs" / "alfworld" / rec.run_id
@@ -476,7 +480,9 @@ def test_reference_agent_end_to_end_on_alfworld(task: alf.ALFWorldTask, tiny_mod
     rollouts = (rd / "workspace" / "code" / "rollouts_r1_s0.jsonl").read_text().splitlines()
     assert len(rollouts) == 2
     first = json.loads(rollouts[0])
-    assert first["steps"] and first["messages"][0]["role"] == "user"
+    assert first["messages"][0]["role"] == "user" and not first["success"]
+    assert [s["action"] for s in first["steps"]] == ["look"] * alf.MAX_STEPS
+    assert "nothing to train on" in transcript
     held = {json.loads(line)["episode_id"] for line in
             (rd / "evals" / "baseline" / "details.jsonl").read_text().splitlines()}
     train = {json.loads(line)["id"] for line in

@@ -292,7 +292,15 @@ def test_fallback_without_bwrap_is_loud(monkeypatch: pytest.MonkeyPatch,
 
 # --- evaluation end to end ------------------------------------------------------------------
 
-def test_evaluate_tiny_model(tiny_model: Path) -> None:
+def test_evaluate_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl.inference import GenerationSettings
+    from a2rl.tasks.humaneval.task import DECODE_STOPS, HumanEvalTask
+    from conftest import short_decoding
+
+    # The random model never ends its turn: 512-token decodes took minutes. A short budget keeps
+    # the code path (stop strings, extraction, sandboxed execution); the real setting is this.
+    assert HumanEvalTask.generation == GenerationSettings(max_new_tokens=512, stop=DECODE_STOPS)
+    short_decoding(monkeypatch, HumanEvalTask)
     task = get_task("humaneval", {"max_heldout": 2, "timeout_s": 5})
     seen: list[tuple[int, int]] = []
     outcome = task.evaluate(tiny_model, chat_template_from=tiny_model,

@@ -37,11 +37,13 @@ def test_task_params_for_each_task() -> None:
     assert task_params_for("arith", params) == {"n_train": 40, "n_heldout": 6}
 
 
-def test_multi_runs_one_agent_on_two_tasks(tmp_path: Path, tiny_model: Path) -> None:
+def test_multi_runs_one_agent_on_two_tasks(tmp_path: Path, looking_model: Path) -> None:
+    # A model that ends its turn after one word: the random tiny model's GSM8K baseline decodes
+    # 512 tokens an item, and nothing here reads what the model says.
     config = RunConfig(task="arith,gsm8k", tasks=["arith", "gsm8k"],
                        task_params={"n_train": 40, "n_heldout": 6, "heldout_seed": 4242,
                                     "gsm8k.source": "offline"},
-                       agent=f"cmd:{AGENT}", model=str(tiny_model), mode="multi", budget_s=300,
+                       agent=f"cmd:{AGENT}", model=str(looking_model), mode="multi", budget_s=300,
                        sandbox="bwrap", eval_timeout_s=1800, grace_s=2, port=0,
                        runs_dir=str(tmp_path / "runs"))
     records = run_multi(config)
