@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Reencoding, cpu_seconds, load, result  # noqa: E402
 
-from a2rl.envs import run_rollouts  # noqa: E402
+from a2rl.envs import run_rollouts, same_steps  # noqa: E402
 from a2rl.grader import score_baseline  # noqa: E402
 from a2rl.inference import load_engine, select  # noqa: E402
 from a2rl.inference._registry import resolve  # noqa: E402
@@ -78,25 +78,6 @@ def details(eval_dir: Path) -> list[dict[str, Any]]:
     return [r for r in rows if "steps" in r]
 
 
-def same_steps(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
-    """(identical steps, steps, first difference per episode) of two engines' trajectories of
-    the same episodes: steps match while both episodes agree; after the first differing
-    completion the episodes see different observations, so every later step counts as
-    different."""
-    same, total, diffs = 0, 0, []
-    by_id = {t["episode_id"]: t for t in b}
-    for ta in a:
-        tb = by_id[ta["episode_id"]]
-        total += max(len(ta["steps"]), len(tb["steps"]))
-        for i, (sa, sb) in enumerate(zip(ta["steps"], tb["steps"], strict=False)):
-            if sa["completion"] != sb["completion"]:
-                diffs.append(f"{ta['episode_id']} step {i}: {sa['completion']!r} / "
-                             f"{sb['completion']!r}")
-                break
-            same += 1
-    return same, total, diffs
-
-
 def compare_engines(name: str, model: Any, n: int, eval_dir: Path) -> dict[str, Any]:
     """The first n episodes again with the transformers engine, against the selected engine's
     trajectories of them in `eval_dir`."""
@@ -111,7 +92,7 @@ def compare_engines(name: str, model: Any, n: int, eval_dir: Path) -> dict[str, 
         select(engine)
     wanted = {t["episode_id"] for t in details(other)}
     same, total, diffs = same_steps([t for t in details(eval_dir) if t["episode_id"] in wanted],
-                                    details(other))
+                                    details(other), ("engine", "transformers"))
     return {"compare_episodes": n, "identical_steps": same, "compared_steps": total,
             "identical_pct": round(100 * same / max(1, total), 2), "differences": diffs[:20],
             "compare_transformers_wall_s": round(seconds, 1)}

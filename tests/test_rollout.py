@@ -190,3 +190,17 @@ def test_failure_closes_envs_and_sessions_in_flight() -> None:
         run_rollouts(engine, EPISODES, make, prompt, parse, finish, CONFIG, task="t",
                      batch_size=2)
     assert all(env.ended for env in envs) and sorted(engine.ended) == ["0:e0", "1:e1"]
+
+
+def test_same_steps_counts_agreement_until_the_first_difference() -> None:
+    from a2rl.envs import same_steps
+
+    def traj(ep: str, *completions: str) -> dict:
+        return {"episode_id": ep, "steps": [{"completion": c} for c in completions]}
+
+    a = [traj("e1", "x", "y", "z"), traj("e2", "p")]
+    b = [traj("e2", "p", "q"), traj("e1", "x", "Y", "z")]
+    same, total, diffs = same_steps(a, b, ("one", "two"))
+    # e1: 1 identical of 3 (everything after "y"/"Y" counts as different); e2: 1 of 2
+    assert (same, total) == (2, 5)
+    assert diffs == ["e1 step 1: one 'y' / two 'Y'"]

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from _vllm_common import evaluate, report, vllm_engine
 
+from a2rl.envs import same_steps
+
 DSQA = {"source": "offline", "max_heldout": 3, "heldout_seed": 77, "judge": "string"}
 
 
@@ -22,19 +24,7 @@ def test_vllm_cpu_interactive_matches_transformers(smollm2_dir: Path, tmp_path: 
     by_vllm, by_hf = ([r for r in rows if "steps" in r] for rows in (by_vllm, by_hf))
     assert len(by_vllm) == DSQA["max_heldout"]
     assert [t["episode_id"] for t in by_vllm] == [t["episode_id"] for t in by_hf]
-    same, total, diffs = 0, 0, []
-    for a, b in zip(by_vllm, by_hf, strict=True):
-        # Steps match while both episodes agree; after the first differing completion the
-        # episodes see different observations, so every later step (of either) counts as
-        # different.
-        n = max(len(a["steps"]), len(b["steps"]))
-        total += n
-        for i, (sa, sb) in enumerate(zip(a["steps"], b["steps"], strict=False)):
-            if sa["completion"] != sb["completion"]:
-                diffs.append(f"{a['episode_id']} step {i}: vllm {sa['completion']!r} / "
-                             f"transformers {sb['completion']!r}")
-                break
-            same += 1
+    same, total, diffs = same_steps(by_vllm, by_hf, ("vllm", "transformers"))
     print(report("deepsearchqa step completions", same, total, diffs))
     assert total >= len(by_vllm), "the episodes took no steps"
     assert same >= 0.97 * total, report("deepsearchqa step completions", same, total, diffs)
