@@ -132,6 +132,37 @@ def test_sessions_api(engine: TransformersEngine) -> None:
     assert engine._sessions == {}
 
 
+def test_rows_with_many_new_tokens_are_encoded_alone() -> None:
+    """The fused forward pads every row to its longest one; a row far longer than the rest is
+    prefilled alone, rows of similar length stay together."""
+    alone = TransformersEngine._encode_alone
+    assert alone([1, 1, 1, 500]) == [3]
+    assert alone([12, 10, 11, 12]) == []
+    assert alone([1, 900, 2, 800, 3]) == [1, 3]
+    assert alone([]) == [] and alone([700]) == []
+
+
+def test_a_long_turn_in_a_batch_of_short_ones_is_still_exact(
+        engine: TransformersEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One session with a long new turn beside sessions adding a few tokens: it is encoded alone
+    (one extra prefill) and every completion is the re-encoding engine's."""
+    settings = GenerationSettings(max_new_tokens=4)
+    heads = [engine.apply_chat_template([{"role": "user", "content": f"Note {w}."}])
+             for w in ("one", "two", "three")]
+    engine.generate_sessions([SessionPrompt(f"s{i}", h) for i, h in enumerate(heads)], settings)
+    long_turn = " ".join(f"word{i}" for i in range(150))
+    turns = [heads[0] + " yes", heads[1] + " " + long_turn, heads[2] + " no"]
+    calls: list[int] = []
+    original = engine._prefill
+    monkeypatch.setattr(engine, "_prefill",
+                        lambda tokens, kv, n: calls.append(len(tokens) - n) or original(tokens, kv, n))
+    got = engine.generate_sessions([SessionPrompt(f"s{i}", t) for i, t in enumerate(turns)], settings)
+    assert len(calls) == 1 and calls[0] > 100
+    assert got == engine.generate(turns, settings)
+    for i in range(3):
+        engine.end_session(f"s{i}")
+
+
 def test_kv_sessions_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A2RL_KV_SESSIONS=0 gives the previous engine (every turn re-encodes its whole prompt),
     for comparisons."""

@@ -26,6 +26,11 @@ from a2rl.inference._engine import (
     cut_at_stop,
 )
 
+_LONE_FORWARD = 32
+"""What one forward of a single sequence costs beyond its tokens, in tokens: on a CPU a forward
+reads every weight once, ~0.17 s for the 135M model on two cores, while a batch encodes ~200
+tokens a second (bench/rollout_lockstep.py)."""
+
 
 @dataclass
 class _Cached:
@@ -196,7 +201,8 @@ class TransformersEngine(EngineBase):
         """A cache of all of `tokens` but the last, extending `kv` (its first `reuse` tokens).
         Used for a conversation that another one in the same call shares more with than any
         cache does: encoded alone first, so the other reuses it (the task preamble of a new
-        batch of episodes is encoded once)."""
+        batch of episodes is encoded once); and for one with far more new tokens than the
+        rest of its batch (see `_encode_alone`)."""
         import torch
         from transformers import DynamicCache
 
@@ -206,6 +212,20 @@ class TransformersEngine(EngineBase):
             self.model(input_ids=tokens[reuse:-1].unsqueeze(0).to(self.device), cache=cache,
                        use_cache=True, logits_to_keep=1)
         return _Cached(tokens[:-1], _layers(cache))
+
+    @staticmethod
+    def _encode_alone(new: list[int]) -> list[int]:
+        """The rows (by their counts of tokens still to encode) to prefill one at a time before
+        the fused forward: the cheapest split under a simple cost model, where the fused forward
+        costs rows x its longest row and a lone prefill its own tokens plus a fixed
+        `_LONE_FORWARD` (one pass over the weights, a small batch's decode step)."""
+        best_cost, best_limit = len(new) * max(new, default=1), max(new, default=1)
+        for limit in sorted(set(new)):
+            cost = (len(new) * max(1, limit)
+                    + sum(length + _LONE_FORWARD for length in new if length > limit))
+            if cost < best_cost:
+                best_cost, best_limit = cost, limit
+        return [row for row, length in enumerate(new) if length > best_limit and length > 1]
 
     def _generate_chunk(self, keys: list[str], ids: list[Any],
                         settings: GenerationSettings) -> list[str]:
@@ -222,11 +242,22 @@ class TransformersEngine(EngineBase):
             kv, n = self._reuse(key, tokens)
             self.cache_stats["encoded_tokens"] += len(tokens) - n
             shared = max((_common_prefix(tokens, other) for other in ids[row + 1:]), default=0)
-            if min(shared, len(tokens) - 1) > n:
+            # Worth a forward of its own only when the part others would reuse is long (a
+            # task preamble); a few shared tokens (two episodes at the same step of the same
+            # walk) cost less encoded again in the fused forward than a lone pass does.
+            if min(shared, len(tokens) - 1) - n > 2 * _LONE_FORWARD:
                 fresh = self._prefill(tokens, kv, n)
                 self._sessions[key] = fresh
                 kv, n = fresh.kv, len(fresh.tokens)
             reused.append((kv, n))
+        # Every row of the fused first forward is as long as the longest one's new tokens, pads
+        # included (masked pads still cost their compute): rows with many more new tokens than
+        # the rest (an episode whose history window just slid, a fresh episode) are encoded
+        # alone first, so the batch does not pay their length once per row.
+        for row in self._encode_alone([len(t) - n for t, (_, n) in zip(ids, reused, strict=True)]):
+            fresh = self._prefill(ids[row], *reused[row])
+            self._sessions[keys[row]] = fresh
+            reused[row] = (fresh.kv, len(fresh.tokens))
         width = max(n for _, n in reused)  # cache columns
         fed = max(len(tokens) - n for tokens, (_, n) in zip(ids, reused, strict=True))
         total = width + fed
