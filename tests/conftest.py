@@ -222,13 +222,32 @@ def short_decoding(monkeypatch: pytest.MonkeyPatch, task_cls: type, *, max_new_t
                                                                    max_new_tokens))))
 
 
-# The longest file first: with `--dist loadfile` a file runs on one worker from start to end, so
-# the real-model test (≈ 19 min) started last set the suite's wall time while the other worker
-# sat idle (measured: 43 min, of which 18 with one worker).
-_LONGEST_FIRST = ("test_reference_agent_slow.py",)
+# The longest files first, longest to shortest (worker seconds in a full run, 2026-12-02): with
+# `--dist loadfile` a file runs on one worker from start to end, so a long file started last sets
+# the suite's wall time while the other worker sits idle (measured: the real-model file, 16 min,
+# started last). xdist would put the files with the most tests first (its default reordering,
+# switched off in pyproject's addopts), so this order is the one the workers take.
+_LONGEST_FIRST = (
+    "test_reference_agent_slow.py",      # 982 s
+    "test_offline_eval.py",              # 670 s before its ALFWorld games were shared
+    "test_integration.py",               # 303 s
+    "test_integration_reference.py",     # 283 s
+    "test_lifecycle_inflight.py",        # 264 s
+    "test_alfworld.py",                  # 214 s
+    "test_multi.py",                     # 205 s
+    "test_vllm_interactive.py",          # 180 s
+    "test_vllm_static.py",               # 148 s
+    "test_humaneval.py",                 # 140 s
+    "test_scaffold_e2e.py",              # 137 s
+    "test_sweep_ray.py",                 # 129 s
+    "test_reference_humaneval.py",       # 128 s
+    "test_sweep_slurm.py",               # 111 s
+    "test_fixed_recipe.py",              # 108 s
+    "test_scaffold_reference.py",        # 106 s
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    first = [item for item in items if item.path.name in _LONGEST_FIRST]
-    if first:
-        items[:] = first + [item for item in items if item.path.name not in _LONGEST_FIRST]
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+    # A stable sort: the files not listed keep their collection order, after the listed ones.
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
