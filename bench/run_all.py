@@ -29,6 +29,7 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     ("humaneval_sandbox.py", [], ["--runs", "1"]),
     # The hook for the vLLM engine's ratio (its own script, owned with the vLLM engine).
     ("vllm_ratio.py", [], ["--quick"]),
+    ("forward_floor.py", [], ["--decode-steps", "5"]),
     ("l3_baselines.py", ["--full"], ["--episodes", "4", "--tasks", "deepsearchqa"]),
 ]
 

@@ -21,10 +21,9 @@ from a2rl.runner import RunConfig, run
 def test_reference_agent_improves_smollm2(tmp_path: Path, smollm2_dir: Path) -> None:
     # Sized for one test worker (it was 2 x 40 steps on 150 sampled questions and 200 held-out
     # items, ~20 min in CI): a few steps on these targets already gain (README: a demo draw
-    # that fitted one SFT step went 35.5 -> 48.5). The agent's own dev split is 16 rows, not 48:
-    # it only sizes the plan here (fixed steps), and scoring the base model on 48 cost ~2 min.
+    # that fitted one SFT step went 35.5 -> 48.5).
     cfg = RunConfig(task="arith", task_params={"heldout_seed": 20261129, "n_heldout": 100},
-                    agent="reference", agent_options={"steps": "10", "gen_items": "60", "dev": "16"},
+                    agent="reference", agent_options={"steps": "10", "gen_items": "60"},
                     model=str(smollm2_dir),
                     mode="free", budget_s=1800, sandbox="bwrap", eval_timeout_s=1800, grace_s=5,
                     port=0, runs_dir=str(tmp_path / "runs"))
