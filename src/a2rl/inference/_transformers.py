@@ -28,8 +28,8 @@ from a2rl.inference._engine import (
 
 _LONE_FORWARD = 32
 """What one forward of a single sequence costs beyond its tokens, in tokens: on a CPU a forward
-reads every weight once, ~0.17 s for the 135M model on two cores, while a batch encodes ~200
-tokens a second (bench/rollout_lockstep.py)."""
+reads every weight once, ~0.17 s for the 135M model on two cores, while a batch encodes ~200-250
+tokens a second (bench/forward_floor.py)."""
 
 
 @dataclass
@@ -213,6 +213,14 @@ class TransformersEngine(EngineBase):
                        use_cache=True, logits_to_keep=1)
         return _Cached(tokens[:-1], _layers(cache))
 
+    def _prefill_session(self, key: str, tokens: Any, kv: list[tuple[Any, Any]],
+                         reuse: int) -> tuple[list[tuple[Any, Any]], int]:
+        """`_prefill` for a session of this call: its cache becomes the session's, and the
+        (keys/values, length) the fused forward then starts the row from."""
+        fresh = self._prefill(tokens, kv, reuse)
+        self._sessions[key] = fresh
+        return fresh.kv, len(fresh.tokens)
+
     @staticmethod
     def _encode_alone(new: list[int]) -> list[int]:
         """The rows (by their counts of tokens still to encode) to prefill one at a time before
@@ -246,18 +254,14 @@ class TransformersEngine(EngineBase):
             # task preamble); a few shared tokens (two episodes at the same step of the same
             # walk) cost less encoded again in the fused forward than a lone pass does.
             if min(shared, len(tokens) - 1) - n > 2 * _LONE_FORWARD:
-                fresh = self._prefill(tokens, kv, n)
-                self._sessions[key] = fresh
-                kv, n = fresh.kv, len(fresh.tokens)
+                kv, n = self._prefill_session(key, tokens, kv, n)
             reused.append((kv, n))
         # Every row of the fused first forward is as long as the longest one's new tokens, pads
         # included (masked pads still cost their compute): rows with many more new tokens than
         # the rest (an episode whose history window just slid, a fresh episode) are encoded
         # alone first, so the batch does not pay their length once per row.
         for row in self._encode_alone([len(t) - n for t, (_, n) in zip(ids, reused, strict=True)]):
-            fresh = self._prefill(ids[row], *reused[row])
-            self._sessions[keys[row]] = fresh
-            reused[row] = (fresh.kv, len(fresh.tokens))
+            reused[row] = self._prefill_session(keys[row], ids[row], *reused[row])
         width = max(n for _, n in reused)  # cache columns
         fed = max(len(tokens) - n for tokens, (_, n) in zip(ids, reused, strict=True))
         total = width + fed
