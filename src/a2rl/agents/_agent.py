@@ -20,7 +20,8 @@ from a2rl.workspace import Workspace
 
 # Variables a user may set for the agent's tools; everything else in the harness's
 # environment (API keys of judges, the user's tokens) stays out of the sandbox.
-PASSTHROUGH_ENV = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+PASSTHROUGH_ENV = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                   "MKL_NUM_THREADS",
                    "CUDA_VISIBLE_DEVICES", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
                    "HF_ENDPOINT", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
                    "PIP_CONSTRAINT", "http_proxy", "https_proxy", "no_proxy")
