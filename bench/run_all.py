@@ -30,6 +30,7 @@ SCRIPTS: list[tuple[str, list[str], list[str]]] = [
     # The hook for the vLLM engine's ratio (its own script, owned with the vLLM engine).
     ("vllm_ratio.py", [], ["--quick"]),
     ("forward_floor.py", [], ["--decode-steps", "5"]),
+    ("shared_cores.py", [], ["--steps", "2"]),
     ("l3_baselines.py", ["--full"], ["--episodes", "4", "--tasks", "deepsearchqa"]),
 ]
 
