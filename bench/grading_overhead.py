@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load, result  # noqa: E402
 
 from a2rl.grader import score_baseline  # noqa: E402
+from a2rl.inference._registry import child_env  # noqa: E402
 from a2rl.models import resolve_model  # noqa: E402
 from a2rl.tasks import get_task  # noqa: E402
 
@@ -57,8 +58,10 @@ def main() -> int:
     graded = 0
     for _ in range(args.runs):
         start = time.perf_counter()
+        # The environment the harness gives its evaluation child (OpenMP waiting included), so
+        # the ratio is the harness's overhead and not a difference of thread settings.
         proc = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                              text=True)
+                              text=True, env=child_env(None))
         raw_t.append(time.perf_counter() - start)
         raw_out = json.loads(proc.stdout.strip().splitlines()[-1])
         with tempfile.TemporaryDirectory() as tmp:

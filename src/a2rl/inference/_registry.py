@@ -110,11 +110,6 @@ def child_env(engine: EngineInfo | None, base: dict[str, str] | None = None) -> 
         env["VIRTUAL_ENV"] = engine.env
     if engine is not None and engine.eval_gpus is not None:
         env["CUDA_VISIBLE_DEVICES"] = engine.eval_gpus
-    # On a CPU box the evaluation shares the cores with the agent's training. OpenMP's default
-    # busy-waiting makes each process's threads spin while the other holds a core: two 2-thread
-    # torch loops side by side ran 3.7x slower than one alone on 2 cores, 1.8x with passive
-    # waiting, which costs a lone process nothing measurable. A user's own setting wins.
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return env
 
 
