@@ -38,7 +38,9 @@ def result(name: str, value: float, unit: str, *, target: str | None = None,
 
 class Reencoding:
     """The previous engine's behaviour: an engine seen without its session methods, so every
-    rollout step re-sends (and re-encodes) the whole prompt through `generate`."""
+    rollout step re-sends (and re-encodes) the whole prompt through `generate`, with
+    transformers' concatenating KV cache (the transformers engine's preallocated one is off
+    while it generates for this wrapper)."""
 
     def __init__(self, engine: object) -> None:
         self._engine = engine
@@ -48,7 +50,14 @@ class Reencoding:
         return self._engine.apply_chat_template(messages)  # type: ignore[attr-defined,no-any-return]
 
     def generate(self, prompts, settings, on_progress=None):  # type: ignore[no-untyped-def]
-        return self._engine.generate(prompts, settings, on_progress)  # type: ignore[attr-defined]
+        growing = getattr(self._engine, "_growing", None)
+        if growing is not None:
+            self._engine._growing = False  # type: ignore[attr-defined]
+        try:
+            return self._engine.generate(prompts, settings, on_progress)  # type: ignore[attr-defined]
+        finally:
+            if growing is not None:
+                self._engine._growing = growing  # type: ignore[attr-defined]
 
     def close(self) -> None:
         """The wrapped engine is closed by its owner."""

@@ -174,3 +174,133 @@ def test_kv_sessions_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.Mon
     assert eng.generate_sessions([SessionPrompt("s", prompt)], settings) == \
         eng.generate([prompt], settings)
     assert eng._sessions == {} and eng.cache_stats["prompt_tokens"] == 0
+
+
+def _decode_logits(model, cache, prompt_ids, steps: int):
+    """Greedy decode `steps` tokens after `prompt_ids` with `cache`; the logits of each step."""
+    import torch
+
+    logits = []
+    with torch.inference_mode():
+        out = model(input_ids=prompt_ids, cache=cache, use_cache=True)
+        for _ in range(steps):
+            logits.append(out.logits[:, -1])
+            out = model(input_ids=out.logits[:, -1:].argmax(-1), cache=cache, use_cache=True)
+    return torch.stack(logits)
+
+
+def test_growing_cache_is_bit_identical_to_concatenation(engine: TransformersEngine) -> None:
+    """The preallocated cache hands attention views with the concatenated tensors' shapes and
+    values: every logit is bit-identical, with and without a prefilled prefix, and the buffer
+    is written in place (no reallocation within what was reserved)."""
+    import torch
+    from transformers import DynamicCache
+
+    from a2rl.inference._kv_cache import GrowingLayer, growing_cache
+
+    model = engine.model
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(10, 1000, (3, 40), generator=gen)
+    want = _decode_logits(model, DynamicCache(config=model.config), ids, 12)
+    cache = growing_cache(model.config, reserve=40 + 12)
+    got = _decode_logits(model, cache, ids, 12)
+    assert torch.equal(got, want)
+    layer = cache.layers[0]
+    assert isinstance(layer, GrowingLayer) and layer._buf_k.shape[2] == 52
+    assert layer.keys.data_ptr() == layer._buf_k.data_ptr() and layer.keys.shape[2] == 52
+    # Filled from a prefix (as the engine resumes a session), reserve too small: it grows.
+    prefix = DynamicCache(config=model.config)
+    with torch.inference_mode():
+        model(input_ids=ids[:, :30], cache=prefix, use_cache=True)
+    kv = [(lay.keys.clone(), lay.values.clone()) for lay in prefix.layers]
+    want = _decode_logits(model, DynamicCache(ddp_cache_data=kv), ids[:, 30:], 9)
+    small = growing_cache(model.config, kv, reserve=31)
+    assert torch.equal(_decode_logits(model, small, ids[:, 30:], 9), want)
+    # 30 cached + 10 fed + 9 decoded: past the 31 reserved, so the buffer grew (amortised).
+    assert small.layers[0].keys.shape[2] == 49 and small.layers[0]._buf_k.shape[2] >= 49
+
+
+def test_growing_layer_adopts_tensors_replaced_from_outside() -> None:
+    """A crop or a batch reorder replaces `keys`/`values`; the next update starts from them."""
+    import torch
+
+    from a2rl.inference._kv_cache import GrowingLayer
+
+    layer = GrowingLayer(reserve=8)
+    k = torch.arange(2 * 1 * 5 * 2, dtype=torch.float32).reshape(2, 1, 5, 2)
+    layer.update(k, -k)
+    layer.crop(-2)  # keeps 3 columns (a view of the buffer, shorter than what is filled)
+    keys, values = layer.update(k[:, :, :1], -k[:, :, :1])
+    assert torch.equal(keys, torch.cat([k[:, :, :3], k[:, :, :1]], dim=2))
+    assert torch.equal(values, -keys)
+    layer.batch_select_indices(torch.tensor([1]))
+    keys, _ = layer.update(k[1:, :, 4:], -k[1:, :, 4:])
+    assert torch.equal(keys, torch.cat([k[1:, :, :3], k[1:, :, :1], k[1:, :, 4:]], dim=2))
+
+
+def test_growing_cache_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A2RL_GROWING_CACHE=0 gives transformers' concatenating cache; completions are the same."""
+    from transformers.cache_utils import DynamicLayer
+
+    settings = GenerationSettings(max_new_tokens=6)
+    prompts = ["Say one word.", "Count to three, slowly and with care."]
+    on = load_engine(tiny_model, backend="transformers")
+    monkeypatch.setenv("A2RL_GROWING_CACHE", "0")
+    off = load_engine(tiny_model, backend="transformers")
+    assert isinstance(off, TransformersEngine) and not off._growing
+    assert type(off._new_cache(None, 10).layers[0]) is DynamicLayer
+    assert on.generate(prompts, settings) == off.generate(prompts, settings)
+    sessions = [SessionPrompt(str(i), p) for i, p in enumerate(prompts)]
+    assert on.generate_sessions(sessions, settings) == off.generate_sessions(sessions, settings)
+
+
+def test_greedy_decode_drops_finished_rows_with_generates_tokens(engine: TransformersEngine) -> None:
+    """Rows that stop at different steps leave the batch (the cache shrinks with them), and every
+    row's tokens and its stopping point are `generate`'s; its cache covers all but its last token."""
+    import torch
+    from transformers import GenerationConfig
+
+    from a2rl.inference._decode import greedy_decode
+    from a2rl.inference._kv_cache import growing_cache
+
+    model, tok = engine.model, engine.tokenizer
+    gen = torch.Generator().manual_seed(3)
+    rows, width = 6, 12
+    ids = torch.randint(10, 1000, (rows, width), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # left padding on two rows
+    mask[4, :7] = 0
+    ids[mask == 0] = tok.pad_token_id
+    free = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+        max_new_tokens=10, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=None))
+    # Stop ids: the tokens rows 0, 2 and 3 generate at steps 2, 4 and 7 (others run to the end).
+    stops = sorted({int(free[0, width + 1]), int(free[2, width + 3]), int(free[3, width + 6])})
+    want = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+        max_new_tokens=10, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=stops),
+        cache=growing_cache(model.config, reserve=width + 10))
+    got: dict[int, tuple[list[int], int, int]] = {}
+    batch_sizes: list[int] = []
+    cache = growing_cache(model.config, reserve=width + 10)
+    forward = model.forward
+
+    def spy(*args, **kwargs):
+        batch_sizes.append(kwargs["input_ids"].shape[0])
+        return forward(*args, **kwargs)
+
+    def done(row, row_ids, generated, kv):
+        got[row] = (row_ids[width:width + generated].tolist(), generated, kv[0][0].shape[2])
+
+    model.forward = spy
+    try:
+        with torch.inference_mode():
+            greedy_decode(model, tok, ids, mask, cache, max_new_tokens=10, stop_ids=stops,
+                          stop=(), pad_id=tok.pad_token_id, on_row_done=done,
+                          compact_fraction=0.0)
+    finally:
+        del model.forward
+    for row in range(rows):
+        row_want = want[row, width:].tolist()
+        ended = next((i + 1 for i, t in enumerate(row_want) if t in stops), len(row_want))
+        assert got[row][:2] == (row_want[:ended], ended)
+        assert got[row][2] == width + ended - 1  # the last token is never fed
+    assert batch_sizes[0] == rows and batch_sizes[-1] < rows  # finished rows left the batch

@@ -85,8 +85,15 @@ class TransformersEngine(EngineBase):
         # comparisons). An earlier measurement that found the cached path 3x slower in CPU time
         # was an artefact of a loaded machine (OpenMP threads spinning while descheduled); on a
         # quiet one it is faster even on short prompts (bench/rollout_lockstep.py).
-        self._caching = (os.environ.get("A2RL_KV_SESSIONS", "1") != "0"
-                         and self._full_attention_only())
+        full_attention = self._full_attention_only()
+        self._caching = os.environ.get("A2RL_KV_SESSIONS", "1") != "0" and full_attention
+        # Preallocated KV buffers (bit-identical logits, no per-step copy; see _kv_cache); on
+        # unless A2RL_GROWING_CACHE=0 (transformers' concatenating cache, for comparisons).
+        self._growing = full_attention and os.environ.get("A2RL_GROWING_CACHE", "1") != "0"
+        # Greedy session turns decode with finished rows leaving the batch (_decode); on unless
+        # A2RL_COMPACT_DECODE=0 (generate, every row kept to the end, for comparisons).
+        self._compacting = os.environ.get("A2RL_COMPACT_DECODE", "1") != "0"
+
         self.cache_stats = {"prompt_tokens": 0, "encoded_tokens": 0}
         """Session prompts' tokens, and how many of them had to be encoded (the rest came
         from a cache): what the KV caches save, for benchmarks and tests."""
@@ -102,6 +109,18 @@ class TransformersEngine(EngineBase):
         except Exception:  # an architecture the generic cache does not describe
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+    def _new_cache(self, layers: list[tuple[Any, Any]] | None, reserve: int) -> Any:
+        """A KV cache holding `layers` ((keys, values) per layer) with room for `reserve`
+        columns: preallocated (`GrowingLayer`) unless A2RL_GROWING_CACHE=0."""
+        from transformers import DynamicCache
+
+        if self._growing:
+            from a2rl.inference._kv_cache import growing_cache
+
+            return growing_cache(self.model.config, layers, reserve)
+        return (DynamicCache(ddp_cache_data=layers) if layers
+                else DynamicCache(config=self.model.config))
 
     def _config(self, settings: GenerationSettings) -> Any:
         from transformers import GenerationConfig
@@ -133,11 +152,17 @@ class TransformersEngine(EngineBase):
             idx = order[start:start + self.batch_size]
             batch = self.tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True,
                                    add_special_tokens=False).to(self.device)
+            extra = {}
+            if self._growing:
+                # Room for the prompt and every new token: no decode step copies the cache.
+                extra["cache"] = self._new_cache(
+                    None, batch["input_ids"].shape[1] + settings.max_new_tokens)
             with torch.inference_mode():
                 # stop_strings ends each sequence at its first stop string instead of generating
                 # to max_new_tokens (the cut below still trims the string itself).
                 out = self.model.generate(**batch, generation_config=config,
-                                          tokenizer=self.tokenizer if settings.stop else None)
+                                          tokenizer=self.tokenizer if settings.stop else None,
+                                          **extra)
             new_tokens = out[:, batch["input_ids"].shape[1]:]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
             for i, text in zip(idx, texts, strict=True):
@@ -204,9 +229,8 @@ class TransformersEngine(EngineBase):
         batch of episodes is encoded once); and for one with far more new tokens than the
         rest of its batch (see `_encode_alone`)."""
         import torch
-        from transformers import DynamicCache
 
-        cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache(config=self.model.config)
+        cache = self._new_cache(kv, len(tokens) - 1)
         with torch.inference_mode():
             # Only the cache is wanted; one position of logits keeps the lm_head cheap.
             self.model(input_ids=tokens[reuse:-1].unsqueeze(0).to(self.device), cache=cache,
@@ -242,7 +266,8 @@ class TransformersEngine(EngineBase):
         pads masked out; the first forward encodes every row's new tokens at once, then all
         decode together. Each session keeps its row's cache, pads removed, afterwards."""
         import torch
-        from transformers import DynamicCache
+
+        from a2rl.inference._decode import greedy_decode
 
         reused = []
         for row, (key, tokens) in enumerate(zip(keys, ids, strict=True)):
@@ -286,29 +311,43 @@ class TransformersEngine(EngineBase):
                 ks.append(k)
                 vs.append(v)
             layers.append((torch.cat(ks), torch.cat(vs)))
-        cache = (DynamicCache(ddp_cache_data=layers) if layers
-                 else DynamicCache(config=self.model.config))
+        # Room for every token this call adds: decode steps write in place, never copy the cache.
+        cache = self._new_cache(layers, total + settings.max_new_tokens)
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
-                                      generation_config=self._config(settings),
-                                      tokenizer=self.tokenizer if settings.stop else None)
-        texts = self.tokenizer.batch_decode(out[:, total:], skip_special_tokens=True)
-        # What the cache now covers: the prompt and every generated token but the last (never
-        # fed). Tokens after a row's end are pads the model did see; a later prompt diverges
-        # from them at once, so they are never reused wrongly.
-        grown = _layers(cache)
-        # Column j of the cache holds token out[:, j]; never keep a column without its token.
-        covered = min(grown[0][0].shape[2], out.shape[1])
-        for row, (key, tokens, (_, n)) in enumerate(zip(keys, ids, reused, strict=True)):
+        texts: list[str] = [""] * len(keys)
+
+        def keep(row: int, row_ids: Any, generated: int, row_kv: list[tuple[Any, Any]]) -> None:
+            """Store a finished row's session cache and text. Its KV covers the prompt and every
+            generated token but the last (never fed); tokens after the row stopped are pads the
+            model did see, and a later prompt diverges from them at once, so they are never
+            reused wrongly."""
+            tokens, n = ids[row], reused[row][1]
+            texts[row] = self.tokenizer.decode(row_ids[total:total + generated],
+                                               skip_special_tokens=True)
+            # Column j of the cache holds token row_ids[j]; never keep a column without its token.
+            covered = min(row_kv[0][0].shape[2], len(row_ids))
             # The row's own columns, in order: its cached prefix, its new tokens, what it
             # generated (the masked pads between them are dropped).
             cols = torch.cat([torch.arange(width - n, width),
-                              torch.arange(total - (len(tokens) - n), covered)]).to(out.device)
-            seq = out[row].index_select(0, cols).cpu()
-            kv = [(k[row:row + 1].index_select(2, cols), v[row:row + 1].index_select(2, cols))
-                  for k, v in grown]
-            self._sessions[key] = _Cached(seq, kv)
+                              torch.arange(total - (len(tokens) - n), covered)]).to(row_ids.device)
+            self._sessions[keys[row]] = _Cached(
+                row_ids.index_select(0, cols).cpu(),
+                [(k.index_select(2, cols), v.index_select(2, cols)) for k, v in row_kv])
+
+        with torch.inference_mode():
+            if settings.temperature <= 0 and self._compacting:
+                # Greedy: a row leaves the batch as soon as it stops (same tokens as generate).
+                greedy_decode(self.model, self.tokenizer, input_ids, mask, cache,
+                              max_new_tokens=settings.max_new_tokens, stop_ids=self._stop_ids,
+                              stop=settings.stop, pad_id=pad_id, on_row_done=keep)
+            else:
+                out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
+                                          generation_config=self._config(settings),
+                                          tokenizer=self.tokenizer if settings.stop else None)
+                grown = _layers(cache)
+                for row in range(len(keys)):
+                    keep(row, out[row], out.shape[1] - total,
+                         [(k[row:row + 1], v[row:row + 1]) for k, v in grown])
         return [cut_at_stop(t, settings.stop) for t in texts]
 
     def close(self) -> None:
