@@ -7,7 +7,9 @@ full L3 baseline.
 Times, with the transformers model alone (no harness): a batched prefill of `--rows` random
 prompts of `--prefill` tokens (the most tokens per second this CPU gets through with this model),
 and decode steps of `--rows` rows over a cached context of `--context` tokens (one row encoded,
-its cache repeated to every row, so the set-up stays cheap). It then prints the floors these
+its cache repeated to every row, so the set-up stays cheap), once with the engine's preallocated
+KV cache and once with transformers' concatenating one (the ratio, and whether the logits are
+bit-identical, as the engine's contract needs). It then prints the floors these
 rates put under a full baseline, from the per-step token counts `bench/l3_baselines.py` and
 the README measured for the embedded model (ALFWorld: 134 games x 50 steps x ~76 generated
 tokens; WebShop: 100 goals, ~2,280 encoded prompt tokens and ~112 generated tokens an episode):
@@ -21,10 +23,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load, result  # noqa: E402
 
+from a2rl.inference._kv_cache import growing_cache  # noqa: E402
 from a2rl.models import resolve_model  # noqa: E402
 
 ALFWORLD_GENERATED = 134 * 50 * 76
@@ -61,19 +65,30 @@ def main() -> int:
                     use_cache=True, logits_to_keep=1).past_key_values
         layers = [(layer.keys.repeat(args.rows, 1, 1, 1), layer.values.repeat(args.rows, 1, 1, 1))
                   for layer in one.layers]
-        cache = DynamicCache(ddp_cache_data=layers)
-        token = torch.randint(100, vocab - 100, (args.rows, 1), generator=gen)
-        start = time.perf_counter()
-        for _ in range(args.decode_steps):
-            out = model(token, cache=cache, use_cache=True)
-            token = out.logits[:, -1:].argmax(-1)
-        step_s = (time.perf_counter() - start) / args.decode_steps
+        first = torch.randint(100, vocab - 100, (args.rows, 1), generator=gen)
+        timed: dict[str, tuple[float, Any]] = {}
+        # The engine's preallocated cache and transformers' concatenating one, same tokens.
+        for name, cache in (
+                ("concatenating", DynamicCache(ddp_cache_data=[(k.clone(), v.clone())
+                                                               for k, v in layers])),
+                ("preallocated", growing_cache(model.config, layers,
+                                               args.context + args.decode_steps))):
+            token, logits = first, []
+            start = time.perf_counter()
+            for _ in range(args.decode_steps):
+                out = model(token, cache=cache, use_cache=True)
+                logits.append(out.logits[:, -1])
+                token = out.logits[:, -1:].argmax(-1)
+            timed[name] = ((time.perf_counter() - start) / args.decode_steps, torch.stack(logits))
+        step_s, old_step_s = timed["preallocated"][0], timed["concatenating"][0]
+        identical = torch.equal(timed["preallocated"][1], timed["concatenating"][1])
 
     print(f"model {args.model} ({load()})")
     print(f"batched prefill: {args.rows} x {args.prefill} tokens in {prefill_s:.2f} s = "
           f"{rate:.0f} tokens/s")
     print(f"decode: {args.rows} rows over {args.context} cached tokens: {step_s * 1000:.0f} ms a "
-          f"step = {step_s / args.rows * 1000:.1f} ms a token")
+          f"step = {step_s / args.rows * 1000:.1f} ms a token (preallocated cache); "
+          f"{old_step_s * 1000:.0f} ms with the concatenating cache; logits identical: {identical}")
     alf_floor = ALFWORLD_GENERATED / rate / 60
     alf_decode = ALFWORLD_GENERATED * step_s / args.rows / 3600
     web_floor = WEBSHOP_TOKENS / rate / 60
@@ -82,6 +97,8 @@ def main() -> int:
     print(f"WebShop (100 goals): >= {web_floor:.0f} min at the prefill rate (target 30)")
     result("batched prefill rate", rate, "tokens/s", note=f"{args.rows} x {args.prefill}")
     result("decode step", step_s * 1000, "ms", note=f"{args.rows} rows, {args.context} context")
+    result("decode step, concatenating / preallocated cache", old_step_s / step_s, "x",
+           note=f"logits bit-identical: {identical}")
     result("ALFWorld full baseline floor (prefill rate)", alf_floor, "min", target="<= 30",
            ok=alf_floor <= 30)
     result("WebShop full baseline floor (prefill rate)", web_floor, "min", target="<= 30",
