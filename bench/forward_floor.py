@@ -11,7 +11,7 @@ its cache repeated to every row, so the set-up stays cheap), once with the engin
 KV cache and once with transformers' concatenating one (the ratio, and whether the logits are
 bit-identical, as the engine's contract needs). It then prints the floors these
 rates put under a full baseline, from the per-step token counts `bench/l3_baselines.py` and
-the README measured for the embedded model (ALFWorld: 134 games x 50 steps x ~76 generated
+the README measured for the embedded model (ALFWorld: 134 games x 50 steps x ~65 generated
 tokens; WebShop: 100 goals, ~2,280 encoded prompt tokens and ~112 generated tokens an episode):
 no engine can generate a token more cheaply than a batched prefill encodes one.
 """
@@ -31,8 +31,9 @@ from _common import load, result  # noqa: E402
 from a2rl.inference._kv_cache import growing_cache  # noqa: E402
 from a2rl.models import resolve_model  # noqa: E402
 
-ALFWORLD_GENERATED = 134 * 50 * 76
-"""Held-out games x step limit x tokens a step (the embedded model never ends a game)."""
+ALFWORLD_GENERATED = 134 * 50 * 65
+"""Held-out games x step limit x tokens a step (the embedded model never ends a game and repeats a
+~65-token reply: 4 games x 14 steps, 2026-12-02; ~76 in an earlier sample of 4 x 4)."""
 WEBSHOP_TOKENS = 100 * (2280 + 112)
 """Held-out goals x (prompt tokens encoded + tokens generated) an episode, with KV caches."""
 
