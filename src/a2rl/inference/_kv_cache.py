@@ -4,11 +4,12 @@ transformers' `DynamicLayer` grows by `torch.cat`: each decode step allocates a 
 copies the whole cache into it, so a step over a long context costs a copy of every layer's keys
 and values (on a 2-core CPU, 16 rows over 1,500 cached tokens: 355 ms a step with it, 238 ms
 without on a quiet machine, bench/forward_floor.py; the copy costs more on a loaded one).
-`GrowingLayer` writes each step's keys and values into a preallocated buffer and hands
-attention a view of the filled part. The view has exactly the shape and values the concatenated tensor would have, so attention computes the same numbers:
-logits are bit-identical to `DynamicLayer`'s (tests/test_engine_cache.py checks it), and greedy
-results do not change. (A static cache that attends over the whole preallocated length, masked,
-is faster still but moves the logits, which the engine's contract rules out.)
+`GrowingLayer` writes each step's keys and values into a preallocated buffer and hands attention
+a view of the filled part. The view has exactly the shape and values the concatenated tensor
+would have, so attention computes the same numbers: logits are bit-identical to `DynamicLayer`'s
+(tests/test_engine_cache.py checks it), and greedy results do not change. (A static cache that
+attends over the whole preallocated length, masked, is faster still but moves the logits, which
+the engine's contract rules out.)
 """
 
 from __future__ import annotations
