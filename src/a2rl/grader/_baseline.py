@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from a2rl._errors import A2RLError
@@ -62,18 +63,28 @@ def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_
                    final: FinalMode = "off", test_fraction: float = 0.5) -> BaselineRecord:
     """Score the base model. With final="hidden" it is scored on the dev split (the agent's
     reference) and on the hidden test split (the final's reference), in two evaluations."""
-    cache_file = cache_dir("baselines") / \
-        f"{baseline_cache_key(task, model, final, test_fraction)}.json"
-    if use_cache and cache_file.exists():
-        try:
-            cached = BaselineRecord.model_validate_json(cache_file.read_text())
-            return cached.model_copy(update={"cached": True})
-        except ValueError:
-            pass  # an old or damaged cache entry: evaluate again
-    start = time.monotonic()
-    split: Split = "dev" if final == "hidden" else "all"
-    outcome, items = _evaluate(task, model, eval_dir, split, test_fraction, timeout_s,
-                               on_progress)
+    def cache_file() -> Path:
+        return cache_dir("baselines") / \
+            f"{baseline_cache_key(task, model, final, test_fraction)}.json"
+
+    path: Path | None = None
+    if use_cache:
+        path = cache_file()
+        if path.exists():
+            try:
+                cached = BaselineRecord.model_validate_json(path.read_text())
+                return cached.model_copy(update={"cached": True})
+            except ValueError:
+                pass  # an old or damaged cache entry: evaluate again
+    with ThreadPoolExecutor(1) as pool:
+        # Without a lookup nothing needs the key first: it (the task's held-out items hashed,
+        # which may mean generating them, 1.1 s for arith's) is computed while the child runs.
+        key = pool.submit(cache_file) if path is None else None
+        start = time.monotonic()
+        split: Split = "dev" if final == "hidden" else "all"
+        outcome, items = _evaluate(task, model, eval_dir, split, test_fraction, timeout_s,
+                                   on_progress)
+    path = key.result() if key is not None else path
     interval = score_interval(items.values, outcome.score) if items else None
     fields: dict[str, object] = {}
     if final == "hidden":
@@ -92,5 +103,6 @@ def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_
                             ci_high=interval.high if interval else None,
                             ci_method=interval.method if interval else None, items=items,
                             **fields)  # type: ignore[arg-type]
-    atomic_write_text(cache_file, record.model_dump_json(indent=2))
+    assert path is not None
+    atomic_write_text(path, record.model_dump_json(indent=2))
     return record

@@ -68,5 +68,17 @@ def main(source: str) -> None:
     (out / "outcome.json").write_text(outcome.model_copy(update={"details": []}).model_dump_json())
 
 
+def _exit_now() -> None:
+    """Leave without the interpreter's teardown: every record is written and closed, and
+    tearing down torch, transformers and the task's libraries took 1.4 s after the last one
+    (measured on the 135M model, 2026-12-02), time the grader only waited. Engines are closed
+    by the task's evaluate(); the grader kills whatever else is left in this process group."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    _exit_now()

@@ -101,6 +101,8 @@ def run_evaluation(job: EvalJob, *, timeout_s: float,
             if proc.poll() is None:
                 _kill_group(proc)
                 proc.wait()
+            else:  # anything the child left behind (an engine's worker process) goes too
+                _kill_group(proc)
     if time.monotonic() - started >= timeout_s and rc != 0:
         raise EvalFailed(f"evaluation timed out after {timeout_s:.0f} s")
     result = out / "outcome.json"
