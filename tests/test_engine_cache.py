@@ -304,3 +304,119 @@ def test_greedy_decode_drops_finished_rows_with_generates_tokens(engine: Transfo
         assert got[row][:2] == (row_want[:ended], ended)
         assert got[row][2] == width + ended - 1  # the last token is never fed
     assert batch_sizes[0] == rows and batch_sizes[-1] < rows  # finished rows left the batch
+
+
+def _repetitive_prompts(model, tok, rows: int, width: int, new: int):
+    """Prompts in which each row's own greedy continuation already occurs: a random prefix, the
+    model's continuation of it, then the prefix again (so prompt lookup has drafts to offer)."""
+    import torch
+    from transformers import GenerationConfig
+
+    gen = torch.Generator().manual_seed(5)
+    ids = torch.randint(10, 1000, (rows, width), generator=gen)
+    first = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                           generation_config=GenerationConfig(
+                               max_new_tokens=new, do_sample=False,
+                               pad_token_id=tok.pad_token_id, eos_token_id=None))
+    return torch.cat([first, ids], dim=1)
+
+
+def test_prompt_lookup_gives_generates_tokens_in_fewer_forwards(engine: TransformersEngine) -> None:
+    """With drafts from each row's own context, every row's tokens, stopping point and cached
+    columns are plain greedy decoding's, while the forwards are fewer than the tokens (drafts
+    were accepted); rejected draft columns are dropped from the cache handed back."""
+    import torch
+    from transformers import GenerationConfig
+
+    from a2rl.inference._decode import greedy_decode
+    from a2rl.inference._kv_cache import growing_cache
+
+    model, tok = engine.model, engine.tokenizer
+    rows, new = 5, 24
+    ids = _repetitive_prompts(model, tok, rows, 10, new)
+    mask = torch.ones_like(ids)
+    mask[2, :3] = 0  # left padding on one row
+    ids[mask == 0] = tok.pad_token_id
+    width = ids.shape[1]
+    free = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+        max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=None),
+        return_dict_in_generate=True)
+    # One row stops at a token it generates mid-way; the others run to max_new_tokens.
+    stops = [int(free.sequences[1, width + 9])]
+    want = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+        max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=stops))
+    forwards: list[int] = []
+    forward = model.forward
+
+    def spy(*args, **kwargs):
+        forwards.append(kwargs["input_ids"].shape[1])
+        return forward(*args, **kwargs)
+
+    got: dict[int, tuple[list[int], int, int]] = {}
+    kv_of: dict[int, list] = {}
+
+    def done(row, row_ids, generated, kv):
+        got[row] = (row_ids[width:width + generated].tolist(), generated, kv[0][0].shape[2])
+        kv_of[row] = [(k.clone(), v.clone()) for k, v in kv]
+
+    model.forward = spy
+    try:
+        with torch.inference_mode():
+            greedy_decode(model, tok, ids, mask, growing_cache(model.config, reserve=width + new),
+                          max_new_tokens=new, stop_ids=stops, stop=(), pad_id=tok.pad_token_id,
+                          on_row_done=done, lookup=16)
+    finally:
+        del model.forward
+    for row in range(rows):
+        row_want = want[row, width:].tolist()
+        ended = next((i + 1 for i, t in enumerate(row_want) if t in stops), len(row_want))
+        assert got[row][:2] == (row_want[:ended], ended)
+        assert got[row][2] in (width + ended - 1, width + ended)  # the stop token only if drafted
+    assert max(forwards[1:]) > 1, "no forward verified a draft"
+    assert len(forwards) - 1 < new, "drafts were never accepted"
+    # The cache handed back is the row's own columns: equal to encoding its tokens afresh.
+    for row in (0, 2):
+        cols = got[row][2]
+        tokens = torch.cat([ids[row], want[row, width:]])[:cols]
+        row_mask = torch.cat([mask[row], torch.ones(len(tokens) - width, dtype=mask.dtype)])
+        with torch.inference_mode():
+            fresh = model(input_ids=tokens[None], attention_mask=row_mask[None],
+                          position_ids=(row_mask.cumsum(-1) - 1).clamp(min=0)[None],
+                          use_cache=True).past_key_values
+        for (k, v), layer in zip(kv_of[row], fresh.layers, strict=True):
+            real = row_mask.bool()
+            assert torch.allclose(k[0][:, real], layer.keys[0][:, real], atol=1e-4)
+            assert torch.allclose(v[0][:, real], layer.values[0][:, real], atol=1e-4)
+
+
+def test_packed_attention_matches_sdpa_on_multi_token_masked_forwards(
+        engine: TransformersEngine) -> None:
+    """The copy-free grouped-query attention gives the logits transformers' SDPA path gives on
+    a masked multi-token forward over a cache (the shape of a draft verification)."""
+    import torch
+
+    from a2rl.inference._attention import NAME
+    from a2rl.inference._kv_cache import growing_cache
+
+    model = engine.model
+    assert model.config._attn_implementation == NAME  # the engine switched it on
+    gen = torch.Generator().manual_seed(9)
+    prefix = torch.randint(10, 1000, (3, 20), generator=gen)
+    fed = torch.randint(10, 1000, (3, 7), generator=gen)
+    mask = torch.ones(3, 27, dtype=torch.long)
+    mask[0, :4] = 0
+    mask[1, 22:24] = 0  # a hole among the fed columns, as a rejected draft leaves
+    logits = {}
+    try:
+        for impl in ("sdpa", NAME):
+            model.set_attn_implementation(impl)
+            cache = growing_cache(model.config, reserve=40)
+            with torch.inference_mode():
+                model(input_ids=prefix, attention_mask=mask[:, :20], cache=cache, use_cache=True)
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, 20:]
+                logits[impl] = model(input_ids=fed, attention_mask=mask, position_ids=positions,
+                                     cache=cache, use_cache=True, logits_to_keep=7).logits
+    finally:
+        model.set_attn_implementation(NAME)
+    assert torch.allclose(logits["sdpa"], logits[NAME], atol=1e-5)
+    assert torch.equal(logits["sdpa"].argmax(-1), logits[NAME].argmax(-1))

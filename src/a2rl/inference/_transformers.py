@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl.inference._attention import use_packed_attention
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
 from a2rl.inference._engine import (
     EngineBase,
@@ -25,6 +26,10 @@ from a2rl.inference._engine import (
     SessionPrompt,
     cut_at_stop,
 )
+
+_LOOKUP = 64
+"""Most tokens a row drafts for one forward (prompt lookup): a whole repeated reply of the
+embedded model (~65 tokens on ALFWorld) in one or two forwards."""
 
 _LONE_FORWARD = 32
 """What one forward of a single sequence costs beyond its tokens, in tokens: on a CPU a forward
@@ -40,6 +45,21 @@ class _Cached:
     """1-D LongTensor of the token ids the cache covers."""
     kv: list[tuple[Any, Any]]
     """Per layer, keys and values shaped [1, kv_heads, len(tokens), head_dim]."""
+
+
+def _env_int(name: str, default: int) -> int:
+    """A non-negative integer setting from the environment, with a clear error if it is not one."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise A2RLError(f"{name}={raw!r} is not a non-negative integer",
+                        f"set {name} to a whole number (0 turns the feature off) or unset it")
+    return value
 
 
 def _layers(cache: Any) -> list[tuple[Any, Any]]:
@@ -93,6 +113,13 @@ class TransformersEngine(EngineBase):
         # Greedy session turns decode with finished rows leaving the batch (_decode); on unless
         # A2RL_COMPACT_DECODE=0 (generate, every row kept to the end, for comparisons).
         self._compacting = os.environ.get("A2RL_COMPACT_DECODE", "1") != "0"
+        # Greedy session turns draft up to this many tokens a row from the row's own context and
+        # verify them in one forward (_decode); A2RL_PROMPT_LOOKUP=0 decodes one token a forward.
+        self._lookup = _env_int("A2RL_PROMPT_LOOKUP", _LOOKUP)
+        # Multi-token forwards of grouped-query models attend without copying the KV cache per
+        # query head (_attention); A2RL_PACKED_ATTENTION=0 keeps transformers' SDPA path.
+        self._packed = (os.environ.get("A2RL_PACKED_ATTENTION", "1") != "0"
+                        and use_packed_attention(self.model))
 
         self.cache_stats = {"prompt_tokens": 0, "encoded_tokens": 0}
         """Session prompts' tokens, and how many of them had to be encoded (the rest came
@@ -312,15 +339,15 @@ class TransformersEngine(EngineBase):
                 vs.append(v)
             layers.append((torch.cat(ks), torch.cat(vs)))
         # Room for every token this call adds: decode steps write in place, never copy the cache.
-        cache = self._new_cache(layers, total + settings.max_new_tokens)
+        cache = self._new_cache(layers, total + settings.max_new_tokens + self._lookup)
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         texts: list[str] = [""] * len(keys)
 
         def keep(row: int, row_ids: Any, generated: int, row_kv: list[tuple[Any, Any]]) -> None:
-            """Store a finished row's session cache and text. Its KV covers the prompt and every
-            generated token but the last (never fed); tokens after the row stopped are pads the
-            model did see, and a later prompt diverges from them at once, so they are never
-            reused wrongly."""
+            """Store a finished row's session cache and text. Its KV covers the prompt and the
+            generated tokens the model was fed (all but the last, unless `greedy_decode` fed it
+            as a draft). From `generate`, tokens after the row stopped are pads the model did
+            see; a later prompt diverges from them at once, so they are never reused wrongly."""
             tokens, n = ids[row], reused[row][1]
             texts[row] = self.tokenizer.decode(row_ids[total:total + generated],
                                                skip_special_tokens=True)
@@ -339,7 +366,8 @@ class TransformersEngine(EngineBase):
                 # Greedy: a row leaves the batch as soon as it stops (same tokens as generate).
                 greedy_decode(self.model, self.tokenizer, input_ids, mask, cache,
                               max_new_tokens=settings.max_new_tokens, stop_ids=self._stop_ids,
-                              stop=settings.stop, pad_id=pad_id, on_row_done=keep)
+                              stop=settings.stop, pad_id=pad_id, on_row_done=keep,
+                              lookup=self._lookup)
             else:
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
                                           generation_config=self._config(settings),
