@@ -9,6 +9,7 @@ which `bench/run_all.py` collects into one table (and `make bench` prints).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -39,8 +40,8 @@ def result(name: str, value: float, unit: str, *, target: str | None = None,
 class Reencoding:
     """The previous engine's behaviour: an engine seen without its session methods, so every
     rollout step re-sends (and re-encodes) the whole prompt through `generate`, with
-    transformers' concatenating KV cache (the transformers engine's preallocated one is off
-    while it generates for this wrapper)."""
+    transformers' concatenating KV cache and SDPA attention (the transformers engine's
+    `previous_path` while it generates for this wrapper)."""
 
     def __init__(self, engine: object) -> None:
         self._engine = engine
@@ -50,14 +51,9 @@ class Reencoding:
         return self._engine.apply_chat_template(messages)  # type: ignore[attr-defined,no-any-return]
 
     def generate(self, prompts, settings, on_progress=None):  # type: ignore[no-untyped-def]
-        growing = getattr(self._engine, "_growing", None)
-        if growing is not None:
-            self._engine._growing = False  # type: ignore[attr-defined]
-        try:
+        previous = getattr(self._engine, "previous_path", None)
+        with previous() if previous is not None else contextlib.nullcontext():
             return self._engine.generate(prompts, settings, on_progress)  # type: ignore[attr-defined]
-        finally:
-            if growing is not None:
-                self._engine._growing = growing  # type: ignore[attr-defined]
 
     def close(self) -> None:
         """The wrapped engine is closed by its owner."""

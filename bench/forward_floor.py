@@ -3,17 +3,23 @@ full L3 baseline.
 
     python bench/forward_floor.py [--model smollm2-135m] [--rows 16] [--prefill 200]
                                   [--context 1500] [--decode-steps 20]
+                                  [--verify-width 17] [--alfworld-context 2500]
 
 Times, with the transformers model alone (no harness): a batched prefill of `--rows` random
 prompts of `--prefill` tokens (the most tokens per second this CPU gets through with this model),
 and decode steps of `--rows` rows over a cached context of `--context` tokens (one row encoded,
 its cache repeated to every row, so the set-up stays cheap), once with the engine's preallocated
 KV cache and once with transformers' concatenating one (the ratio, and whether the logits are
-bit-identical, as the engine's contract needs). It then prints the floors these
-rates put under a full baseline, from the per-step token counts `bench/l3_baselines.py` and
-the README measured for the embedded model (ALFWorld: 134 games x 50 steps x ~65 generated
-tokens; WebShop: 100 goals, ~2,280 encoded prompt tokens and ~112 generated tokens an episode):
-no engine can generate a token more cheaply than a batched prefill encodes one.
+bit-identical, as the engine's contract needs), and a forward that verifies drafted tokens
+(`--rows` rows x `--verify-width` columns, masked, over `--alfworld-context` cached tokens, the
+shape of an ALFWorld round) with the engine's copy-free grouped-query attention and with
+transformers' SDPA path. It then prints the floors these rates put under a full baseline, from
+the token counts measured for the embedded model (ALFWorld: 134 games x 50 steps, ~73 generated
+and ~14 encoded tokens a step after a first prompt of ~576 new tokens; WebShop: 100 goals,
+~2,280 encoded prompt tokens and ~112 generated tokens an episode). Under exact greedy decoding
+every one of those tokens needs its own column of a forward at its context, so the cheapest
+column this CPU computes at that context (the verification forward's) bounds a full baseline
+from below; the short-prompt prefill rate gives a lower, looser bound.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ from _common import load, result  # noqa: E402
 from a2rl.inference._kv_cache import growing_cache  # noqa: E402
 from a2rl.models import resolve_model  # noqa: E402
 
-ALFWORLD_GENERATED = 134 * 50 * 65
-"""Held-out games x step limit x tokens a step (the embedded model never ends a game and repeats a
-~65-token reply: 4 games x 14 steps, 2026-12-02; ~76 in an earlier sample of 4 x 4)."""
+ALFWORLD_GENERATED = 134 * 50 * 73
+"""Held-out games x step limit x tokens a step (the embedded model never ends a game and repeats
+its reply: 1,160 tokens a round for 16 games x 10 steps, 2026-12-02; ~65 for 4 games x 14)."""
+ALFWORLD_ENCODED = 134 * (576 + 49 * 14)
+"""Prompt tokens a full ALFWorld baseline encodes with KV sessions: ~9,215 for a batch of 16
+fresh games, then ~218 a round for 16 (same runs)."""
 WEBSHOP_TOKENS = 100 * (2280 + 112)
 """Held-out goals x (prompt tokens encoded + tokens generated) an episode, with KV caches."""
 
@@ -45,6 +54,8 @@ def main() -> int:
     ap.add_argument("--prefill", type=int, default=200)
     ap.add_argument("--context", type=int, default=1500)
     ap.add_argument("--decode-steps", type=int, default=20)
+    ap.add_argument("--verify-width", type=int, default=17)
+    ap.add_argument("--alfworld-context", type=int, default=2500)
     args = ap.parse_args()
 
     import torch
@@ -83,6 +94,7 @@ def main() -> int:
             timed[name] = ((time.perf_counter() - start) / args.decode_steps, torch.stack(logits))
         step_s, old_step_s = timed["preallocated"][0], timed["concatenating"][0]
         identical = torch.equal(timed["preallocated"][1], timed["concatenating"][1])
+        verify = _verify_forward(model, args.rows, args.verify_width, args.alfworld_context, gen)
 
     print(f"model {args.model} ({load()})")
     print(f"batched prefill: {args.rows} x {args.prefill} tokens in {prefill_s:.2f} s = "
@@ -102,9 +114,62 @@ def main() -> int:
            note=f"logits bit-identical: {identical}")
     result("ALFWorld full baseline floor (prefill rate)", alf_floor, "min", target="<= 30",
            ok=alf_floor <= 30)
+    columns = args.rows * args.verify_width
+    column_s = verify["packed"][0] / columns
+    alf_exact = (ALFWORLD_GENERATED + ALFWORLD_ENCODED) * column_s / 60
+    print(f"verification forward: {args.rows} rows x {args.verify_width} columns over "
+          f"{args.alfworld_context} cached tokens: {verify['packed'][0]:.2f} s with copy-free "
+          f"grouped-query attention ({column_s * 1000:.1f} ms a column), "
+          f"{verify['sdpa'][0]:.2f} s with transformers' SDPA path; logits max |diff| "
+          f"{verify['diff']:.1e}")
+    print(f"ALFWorld (134 games): >= {alf_exact:.0f} min for its "
+          f"{ALFWORLD_GENERATED + ALFWORLD_ENCODED:,} generated and encoded tokens at the "
+          f"verification forward's cost per column (target 30)")
+    result("verification forward, SDPA / copy-free attention", verify["sdpa"][0]
+           / verify["packed"][0], "x", note=f"{args.rows} x {args.verify_width} over "
+           f"{args.alfworld_context}; logits max diff {verify['diff']:.1e}")
+    result("ALFWorld full baseline floor (a column at its context)", alf_exact, "min",
+           target="<= 30", ok=alf_exact <= 30)
     result("WebShop full baseline floor (prefill rate)", web_floor, "min", target="<= 30",
            ok=web_floor <= 30)
     return 0
+
+
+def _verify_forward(model: Any, rows: int, width: int, context: int,
+                    gen: Any) -> dict[str, Any]:
+    """Median seconds of a masked `rows` x `width` forward over `context` cached tokens, with
+    the engine's attention and with transformers' SDPA, and the largest logit difference."""
+    import torch
+
+    from a2rl.inference._attention import NAME, use_packed_attention
+
+    vocab = model.config.vocab_size
+    one = model(torch.randint(100, vocab - 100, (1, context), generator=gen), use_cache=True,
+                logits_to_keep=1).past_key_values
+    layers = [(layer.keys.repeat(rows, 1, 1, 1), layer.values.repeat(rows, 1, 1, 1))
+              for layer in one.layers]
+    ids = torch.randint(100, vocab - 100, (rows, width), generator=gen)
+    mask = torch.ones(rows, context + width, dtype=torch.long)
+    mask[0, context // 2] = 0  # a masked column, as a rejected draft or padding leaves
+    positions = (mask.cumsum(-1) - 1)[:, context:]
+    out: dict[str, Any] = {}
+    logits = {}
+    for name in ("sdpa", "packed"):
+        if name == "packed":
+            use_packed_attention(model)
+        else:
+            model.set_attn_implementation("sdpa")
+        times = []
+        for _ in range(3):
+            cache = growing_cache(model.config, layers, context + width)
+            start = time.perf_counter()
+            logits[name] = model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                                 cache=cache, use_cache=True, logits_to_keep=width).logits
+            times.append(time.perf_counter() - start)
+        out[name] = (sorted(times)[1],)
+    assert model.config._attn_implementation == NAME
+    out["diff"] = float((logits["sdpa"] - logits["packed"]).abs().max())
+    return out
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ the string-match judge unless A2RL_JUDGE_BASE_URL is set. Rows are appended as J
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -49,9 +50,12 @@ OFFLINE_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def compare(name: str, task: Any, model_dir: Path, n: int) -> tuple[bool, float, float]:
+def compare(name: str, task: Any, model_dir: Path, n: int,
+            steps: int | None = None) -> tuple[bool, float, float]:
     """(identical, CPU seconds cached, CPU seconds re-encoding) on the first n held-out
-    episodes (CPU time: on a shared machine the wall time says more about the others' load)."""
+    episodes, each cut at `steps` steps when given (CPU time: on a shared machine the wall time
+    says more about the others' load)."""
+    rollout = task.rollout if steps is None else dataclasses.replace(task.rollout, max_steps=steps)
     engine = load_engine(model_dir, chat_template_from=model_dir)
     episodes = task.heldout_episodes()[:n]
     runs = []
@@ -61,7 +65,7 @@ def compare(name: str, task: Any, model_dir: Path, n: int) -> tuple[bool, float,
                 task._ensure_session()  # DeepSearchQA's search backend and judge
             start = time.process_time()
             trajs = run_rollouts(eng, episodes, task.make_env, task.messages, task.parse_action,
-                                 task.finish, task.rollout, task=name,
+                                 task.finish, rollout, task=name,
                                  batch_size=task.rollout_batch_size)
             runs.append((time.process_time() - start,
                          [[(s.completion, s.action) for s in t.steps] for t in trajs]))
@@ -115,6 +119,9 @@ def main() -> None:
     ap.add_argument("--tasks", default="alfworld,webshop,deepsearchqa")
     ap.add_argument("--compare", type=int, default=0,
                     help="check N episodes' trajectories against the previous engine")
+    ap.add_argument("--compare-steps", type=int, default=None,
+                    help="cut the compared episodes at this many steps (the previous engine "
+                         "re-encodes every prompt: a full ALFWorld episode costs it minutes)")
     ap.add_argument("--out", default="bench/l3_baselines.jsonl")
     ap.add_argument("--engine", choices=["transformers", "vllm"], default="transformers")
     ap.add_argument("--vllm-env", default=None,
@@ -149,8 +156,10 @@ def main() -> None:
             "full_size_min": round(estimate, 1), "measured_full": full, "load": load(),
             "engine": args.engine, "date": time.strftime("%Y-%m-%d %H:%M"), **engine_rows}
         if args.compare and args.engine == "transformers":
-            same, cached_s, old_s = compare(name, task, model.path, args.compare)
-            row.update({"compare_episodes": args.compare, "identical_to_previous_engine": same,
+            same, cached_s, old_s = compare(name, task, model.path, args.compare,
+                                            args.compare_steps)
+            row.update({"compare_episodes": args.compare, "compare_steps": args.compare_steps,
+                        "identical_to_previous_engine": same,
                         "compare_cached_cpu_s": round(cached_s, 1),
                         "compare_previous_cpu_s": round(old_s, 1)})
         print(json.dumps(row), flush=True)

@@ -420,3 +420,35 @@ def test_packed_attention_matches_sdpa_on_multi_token_masked_forwards(
         model.set_attn_implementation(NAME)
     assert torch.allclose(logits["sdpa"], logits[NAME], atol=1e-5)
     assert torch.equal(logits["sdpa"].argmax(-1), logits[NAME].argmax(-1))
+
+
+def test_draft_follows_the_longest_earlier_match() -> None:
+    """A short suffix ("a desk") recurs inside a list; the draft comes from where the longest
+    suffix recurred (the previous reply), the most recent among equally long matches."""
+    import torch
+
+    from a2rl.inference._decode import _draft
+
+    # The latest token, 1, occurred three times before; only the first of them is preceded by
+    # 8 as the latest one is: the previous reply, whose continuation is drafted.
+    history = torch.tensor([5, 6, 7, 8, 1, 2, 1, 3, 1, 4, 9, 5, 6, 7, 8, 1])
+    assert _draft(history, 4) == [2, 1, 3, 1]  # not [4, 9, ...] after the most recent "1"
+    assert _draft(history, 100) == [2, 1, 3, 1, 4, 9, 5, 6, 7, 8, 1]
+    assert _draft(torch.tensor([1, 2, 3]), 5) == []  # the last token never occurred before
+    # Two equally long matches: the most recent wins.
+    assert _draft(torch.tensor([4, 1, 2, 4, 1, 3, 4, 1]), 1) == [3]
+
+
+def test_width_trusts_drafts_by_their_record_and_the_batch() -> None:
+    """A lone row with a record of accepted drafts verifies a long draft in one forward; sixteen
+    rows pay a column each per drafted position, so untried drafts stay short there, and
+    drafts that were rejected before are not fed at all."""
+    from a2rl.inference._decode import _width
+
+    draft = list(range(40))
+    assert _width([draft], [[400, 2]], 1, 1) == 41
+    assert _width([draft], [[0, 0]], 1, 1) > 1  # a lone row: an untried draft is cheap
+    assert _width([draft] * 16, [[0, 0]] * 16, 16, 16) <= 3
+    assert _width([draft] * 16, [[0, 30]] * 16, 16, 16) == 1
+    assert _width([draft] * 16, [[2000, 10]] * 16, 16, 16) > 16
+    assert _width([[]] * 16, [[2000, 10]] * 16, 16, 16) == 1  # nothing drafted

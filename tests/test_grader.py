@@ -249,3 +249,57 @@ def test_port_in_use_is_a_clear_error(setup) -> None:
         GraderServer(grader, port=blocker.getsockname()[1])
     blocker.close()
     grader.close()
+
+
+def test_evaluation_child_does_not_load_the_http_server() -> None:
+    """The child imports what it evaluates with, not the grading server (fastapi and pydantic's
+    OpenAPI models cost every evaluation 0.3 s of start-up)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, a2rl.grader._eval_child; "
+            "print(sorted(m for m in ('fastapi', 'uvicorn', 'a2rl.grader._server') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_processes_an_evaluation_leaves_behind_are_killed(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An evaluation child that exits while something it started still runs (an engine's
+    worker) does not leave it behind: the grader kills the child's process group."""
+    import os
+    import signal
+    import time
+
+    from a2rl.grader import _evaluation
+    from a2rl.grader._evaluation import EvalJob, run_evaluation
+
+    out = tmp_path / "out"
+    pid_file = tmp_path / "worker.pid"
+    fake = tmp_path / "fake-python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        "cat > /dev/null\n"
+        f"sleep 300 & echo $! > {pid_file}\n"
+        f"echo '{{\"score\": 1.0, \"n_items\": 1}}' > {out}/outcome.json\n"
+        "exit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(_evaluation, "child_python", lambda engine: str(fake))
+    job = EvalJob(task={"name": "arith"}, model_dir="m", chat_template_from=None,
+                  out_dir=str(out))
+    outcome = run_evaluation(job, timeout_s=60)
+    assert outcome.score == 1.0
+    worker = int(pid_file.read_text())
+    for _ in range(100):  # the kill is sent; the worker may take a moment to be reaped
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        if open(f"/proc/{worker}/stat").read().split()[2] == "Z":
+            break  # killed, waiting for its parent (init) to reap it
+        time.sleep(0.05)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        raise AssertionError("the evaluation's leftover worker is still running")

@@ -40,9 +40,11 @@ MATCH = 32
 """Longest suffix of a row's tokens matched against its context when looking for a draft: the
 longest match (the most recent among equals) is the occurrence most likely to go on the same
 way; a short one ("a desk", inside a list) often points at the wrong place."""
-DRAFT_START = 16
-"""Draft length a row starts a call with; doubled after a draft is accepted whole, halved after
-one is rejected, between 1 and the `lookup` cap."""
+FORWARD_COST = 64
+"""What a forward costs beyond its columns, in columns (reading every weight once; the engine's
+`_LONE_FORWARD`). Each column costs the same whether it holds a draft, a pad or a real token, so
+a draft is worth feeding only where it is likely to be accepted: one row's drafts cost little
+next to a forward, sixteen rows' cost sixteen columns per drafted position."""
 
 
 def _ends_turn(tail: str, stop: Sequence[str]) -> bool:
@@ -70,16 +72,38 @@ def _draft(history: Any, cap: int) -> list[int]:
     return [int(t) for t in history[begin:begin + cap]]
 
 
+def _width(drafts: list[list[int]], stats: list[list[int]], live: int, batch: int) -> int:
+    """How many columns the next forward feeds (1 + drafted tokens): the width with the most
+    expected tokens per unit of cost. A row whose drafted tokens were accepted `a` times and
+    rejected `r` times accepts each next one with probability p = (a + 1) / (a + r + 2), so
+    k drafted tokens add p + p^2 + ... + p^k tokens; every row in the batch costs a column per
+    position, plus `FORWARD_COST`."""
+    rates = [(a + 1) / (a + r + 2) for a, r in stats]
+    longest = max((len(d) for d in drafts), default=0)
+    best_width, best = 1, live / (FORWARD_COST + batch)
+    expected = [0.0] * len(drafts)  # p + ... + p^(w-1) of each row, for the width tried
+    for width in range(2, longest + 2):
+        for pos, draft in enumerate(drafts):
+            if len(draft) >= width - 1:
+                expected[pos] += rates[pos] ** (width - 1)
+        value = (live + sum(expected)) / (FORWARD_COST + batch * width)
+        if value > best:
+            best_width, best = width, value
+    return best_width
+
+
 def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: Any, *,
                   max_new_tokens: int, stop_ids: Sequence[int], stop: Sequence[str],
                   pad_id: int, on_row_done: RowDone, compact_fraction: float = 0.125,
-                  lookup: int = 0) -> None:
+                  lookup: int = 0, acceptance: list[list[int]] | None = None) -> None:
     """Decode greedily from `input_ids` (left-padded rows, `mask` 1 on real tokens) whose first
     `cache.get_seq_length()` columns are already in `cache`; report each row through
     `on_row_done` as soon as it stops. Finished rows are dropped from the batch once at least
     `compact_fraction` of the rows still in it have finished (a drop copies the cache once).
     `lookup` > 0 drafts up to that many tokens a row and forward from the row's own context
-    (0: one token a forward, as `generate`)."""
+    (0: one token a forward, as `generate`); `acceptance` holds each row's [drafted tokens
+    accepted, drafts rejected] so far (updated in place; a session's history across turns) and
+    sets how far its drafts are trusted (see `_width`)."""
     import torch
 
     batch = input_ids.shape[0]
@@ -101,7 +125,9 @@ def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: 
     history = [input_ids[r][valid[r]] for r in range(batch)]  # prompt tokens, for drafts
     generated: list[list[int]] = [[] for _ in range(batch)]
     fed_count = [0] * batch  # how many of a row's generated tokens are in the cache
-    caps = [min(DRAFT_START, lookup)] * batch
+    stats = acceptance if acceptance is not None else [[0, 0] for _ in range(batch)]
+    if len(stats) != batch:
+        raise ValueError(f"acceptance has {len(stats)} rows for a batch of {batch}")
     stop_set = {int(i) for i in stop_ids}
     tail_tokens = max((len(s) for s in stop), default=0) + 2
     done_at: dict[int, int] = {}  # batch position -> generated tokens when it stopped
@@ -139,9 +165,8 @@ def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: 
                 while accepted < len(draft) and row[accepted] == draft[accepted]:
                     accepted += 1
                 kept = row[:accepted + 1]
-                if draft:
-                    caps[pos] = (min(2 * caps[pos], lookup) if accepted == len(draft)
-                                 else max(1, caps[pos] // 2))
+                stats[pos][0] += accepted
+                stats[pos][1] += accepted < len(draft)
                 # Columns fed for drafted tokens after the first rejected one: masked from now on.
                 valid[pos, past - width + 1 + accepted:] = False
                 next_pos[pos] += accepted
@@ -165,7 +190,7 @@ def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: 
             history = [history[pos] for pos in keep]
             generated = [generated[pos] for pos in keep]
             fed_count = [fed_count[pos] for pos in keep]
-            caps = [caps[pos] for pos in keep]
+            stats = [stats[pos] for pos in keep]
             done_at = {}
         # The next forward: each row's pending token, then its draft (rows that stopped but are
         # still in the batch are fed pads, attended to, as `generate` feeds them).
@@ -176,13 +201,14 @@ def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: 
                 if pos in done_at or left <= 1:
                     continue
                 context = torch.cat([history[pos], torch.tensor(generated[pos])])
-                draft = _draft(context, min(caps[pos], left - 1))
+                draft = _draft(context, min(lookup, left - 1))
                 for i, token in enumerate(draft):  # nothing after an end-of-turn token
                     if token in stop_set:
                         draft = draft[:i + 1]
                         break
                 drafts[pos] = draft
-        width = 1 + max(len(d) for d in drafts)
+        width = _width(drafts, stats, len(rows) - len(done_at), len(rows))
+        drafts = [draft[:width - 1] for draft in drafts]
         feed = torch.full((len(rows), width), pad_id, dtype=torch.long, device=device)
         fed = torch.zeros((len(rows), width), dtype=torch.bool, device=device)
         feed[:, 0], fed[:, 0] = pending, True

@@ -11,7 +11,8 @@ prefix, then its new tokens, pads masked between), and they decode together.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,9 @@ class TransformersEngine(EngineBase):
         # Greedy session turns draft up to this many tokens a row from the row's own context and
         # verify them in one forward (_decode); A2RL_PROMPT_LOOKUP=0 decodes one token a forward.
         self._lookup = _env_int("A2RL_PROMPT_LOOKUP", _LOOKUP)
+        self._acceptance: dict[str, list[int]] = {}
+        """Per session, [drafted tokens accepted, drafts rejected] over its turns so far: how
+        far its next drafts are trusted (an agent that repeats itself gets long ones)."""
         # Multi-token forwards of grouped-query models attend without copying the KV cache per
         # query head (_attention); A2RL_PACKED_ATTENTION=0 keeps transformers' SDPA path.
         self._packed = (os.environ.get("A2RL_PACKED_ATTENTION", "1") != "0"
@@ -136,6 +140,21 @@ class TransformersEngine(EngineBase):
         except Exception:  # an architecture the generic cache does not describe
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+    @contextmanager
+    def previous_path(self) -> Iterator[None]:
+        """While inside: static `generate` runs as before #15's engine work (transformers'
+        concatenating cache and SDPA attention), for benchmarks that compare against it."""
+        growing, packed = self._growing, self._packed
+        self._growing = False
+        if packed:
+            self.model.set_attn_implementation("sdpa")
+        try:
+            yield
+        finally:
+            self._growing = growing
+            if packed:
+                use_packed_attention(self.model)
 
     def _new_cache(self, layers: list[tuple[Any, Any]] | None, reserve: int) -> Any:
         """A KV cache holding `layers` ((keys, values) per layer) with room for `reserve`
@@ -230,6 +249,7 @@ class TransformersEngine(EngineBase):
 
     def end_session(self, session: str) -> None:
         cached = self._sessions.pop(session, None)
+        self._acceptance.pop(session, None)
         if cached is not None:
             self._donor = cached
 
@@ -367,7 +387,8 @@ class TransformersEngine(EngineBase):
                 greedy_decode(self.model, self.tokenizer, input_ids, mask, cache,
                               max_new_tokens=settings.max_new_tokens, stop_ids=self._stop_ids,
                               stop=settings.stop, pad_id=pad_id, on_row_done=keep,
-                              lookup=self._lookup)
+                              lookup=self._lookup,
+                              acceptance=[self._acceptance.setdefault(k, [0, 0]) for k in keys])
             else:
                 out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
                                           generation_config=self._config(settings),
@@ -380,5 +401,6 @@ class TransformersEngine(EngineBase):
 
     def close(self) -> None:
         self._sessions.clear()
+        self._acceptance.clear()
         self._donor = None
         del self.model
