@@ -15,7 +15,8 @@ bit-identical, as the engine's contract needs), and a forward that verifies draf
 shape of an ALFWorld round) with the engine's copy-free grouped-query attention and with
 transformers' SDPA path. It then prints the floors these rates put under a full baseline, from
 the token counts measured for the embedded model (ALFWorld: 134 games x 50 steps, ~73 generated
-and ~14 encoded tokens a step after a first prompt of ~576 new tokens; WebShop: 100 goals,
+and ~14 encoded tokens a step, plus ~576 for a game's first prompt and ~1,064 when its history
+window first slides; WebShop: 100 goals,
 ~2,280 encoded prompt tokens and ~112 generated tokens an episode). Under exact greedy decoding
 every one of those tokens needs its own column of a forward at its context, so the cheapest
 column this CPU computes at that context (the verification forward's) bounds a full baseline
@@ -40,9 +41,10 @@ from a2rl.models import resolve_model  # noqa: E402
 ALFWORLD_GENERATED = 134 * 50 * 73
 """Held-out games x step limit x tokens a step (the embedded model never ends a game and repeats
 its reply: 1,160 tokens a round for 16 games x 10 steps, 2026-12-02; ~65 for 4 games x 14)."""
-ALFWORLD_ENCODED = 134 * (576 + 49 * 14)
-"""Prompt tokens a full ALFWorld baseline encodes with KV sessions: ~9,215 for a batch of 16
-fresh games, then ~218 a round for 16 (same runs)."""
+ALFWORLD_ENCODED = 134 * (576 + 1064 + 48 * 14)
+"""Prompt tokens a full ALFWorld baseline encodes with KV sessions, a game: ~576 for its first
+prompt (9,215 for a batch of 16 fresh games), ~1,064 in the three rounds after its history window
+first slides (17,029 for 16), ~14 in each other round (16 games x 16 steps, 2026-12-02)."""
 WEBSHOP_TOKENS = 100 * (2280 + 112)
 """Held-out goals x (prompt tokens encoded + tokens generated) an episode, with KV caches."""
 
