@@ -200,7 +200,8 @@ def greedy_decode(model: Any, tokenizer: Any, input_ids: Any, mask: Any, cache: 
                 left = max_new_tokens - len(generated[pos])
                 if pos in done_at or left <= 1:
                     continue
-                context = torch.cat([history[pos], torch.tensor(generated[pos])])
+                context = torch.cat([history[pos], torch.tensor(generated[pos], dtype=torch.long,
+                                                           device=device)])
                 draft = _draft(context, min(lookup, left - 1))
                 for i, token in enumerate(draft):  # nothing after an end-of-turn token
                     if token in stop_set:
