@@ -58,5 +58,10 @@ def use_packed_attention(model: Any) -> bool:
         return False
     AttentionInterface.register(NAME, packed_gqa_sdpa)
     AttentionMaskInterface.register(NAME, sdpa_mask)
-    model.set_attn_implementation(NAME)
+    try:
+        model.set_attn_implementation(NAME)
+    except (ValueError, NotImplementedError, AttributeError):
+        # An architecture that refuses a registered implementation keeps transformers' SDPA.
+        model.set_attn_implementation("sdpa")
+        return False
     return True
