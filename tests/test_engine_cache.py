@@ -260,7 +260,6 @@ def test_greedy_decode_drops_finished_rows_with_generates_tokens(engine: Transfo
     import torch
     from transformers import GenerationConfig
 
-    from a2rl.inference._decode import greedy_decode
     from a2rl.inference._kv_cache import growing_cache
 
     model, tok = engine.model, engine.tokenizer
@@ -279,31 +278,48 @@ def test_greedy_decode_drops_finished_rows_with_generates_tokens(engine: Transfo
         max_new_tokens=10, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=stops),
         cache=growing_cache(model.config, reserve=width + 10))
     got: dict[int, tuple[list[int], int, int]] = {}
-    batch_sizes: list[int] = []
-    cache = growing_cache(model.config, reserve=width + 10)
-    forward = model.forward
-
-    def spy(*args, **kwargs):
-        batch_sizes.append(kwargs["input_ids"].shape[0])
-        return forward(*args, **kwargs)
 
     def done(row, row_ids, generated, kv):
         got[row] = (row_ids[width:width + generated].tolist(), generated, kv[0][0].shape[2])
 
+    shapes = _decode_watching_forwards(
+        model, tok, ids, mask, growing_cache(model.config, reserve=width + 10), done,
+        max_new_tokens=10, stop_ids=stops, compact_fraction=0.0)
+    for row in range(rows):
+        ended = _stopped_at(want[row, width:].tolist(), stops)
+        assert got[row][:2] == (want[row, width:width + ended].tolist(), ended)
+        assert got[row][2] == width + ended - 1  # the last token is never fed
+    batch_sizes = [rows_fed for rows_fed, _ in shapes]
+    assert batch_sizes[0] == rows and batch_sizes[-1] < rows  # finished rows left the batch
+
+
+def _decode_watching_forwards(model, tok, ids, mask, cache, done, **options):
+    """`greedy_decode` with the model's forward watched: the (rows, columns) it was fed each
+    forward, in order."""
+    import torch
+
+    from a2rl.inference._decode import greedy_decode
+
+    shapes: list[tuple[int, int]] = []
+    forward = model.forward
+
+    def spy(*args, **kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+        return forward(*args, **kwargs)
+
     model.forward = spy
     try:
         with torch.inference_mode():
-            greedy_decode(model, tok, ids, mask, cache, max_new_tokens=10, stop_ids=stops,
-                          stop=(), pad_id=tok.pad_token_id, on_row_done=done,
-                          compact_fraction=0.0)
+            greedy_decode(model, tok, ids, mask, cache, stop=(), pad_id=tok.pad_token_id,
+                          on_row_done=done, **options)
     finally:
         del model.forward
-    for row in range(rows):
-        row_want = want[row, width:].tolist()
-        ended = next((i + 1 for i, t in enumerate(row_want) if t in stops), len(row_want))
-        assert got[row][:2] == (row_want[:ended], ended)
-        assert got[row][2] == width + ended - 1  # the last token is never fed
-    assert batch_sizes[0] == rows and batch_sizes[-1] < rows  # finished rows left the batch
+    return shapes
+
+
+def _stopped_at(tokens: list[int], stops: list[int]) -> int:
+    """How many tokens a row generates when it stops at the first of `stops` (or runs out)."""
+    return next((i + 1 for i, t in enumerate(tokens) if t in stops), len(tokens))
 
 
 def _repetitive_prompts(model, tok, rows: int, width: int, new: int):
@@ -328,7 +344,6 @@ def test_prompt_lookup_gives_generates_tokens_in_fewer_forwards(engine: Transfor
     import torch
     from transformers import GenerationConfig
 
-    from a2rl.inference._decode import greedy_decode
     from a2rl.inference._kv_cache import growing_cache
 
     model, tok = engine.model, engine.tokenizer
@@ -345,13 +360,6 @@ def test_prompt_lookup_gives_generates_tokens_in_fewer_forwards(engine: Transfor
     stops = [int(free.sequences[1, width + 9])]
     want = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
         max_new_tokens=new, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=stops))
-    forwards: list[int] = []
-    forward = model.forward
-
-    def spy(*args, **kwargs):
-        forwards.append(kwargs["input_ids"].shape[1])
-        return forward(*args, **kwargs)
-
     got: dict[int, tuple[list[int], int, int]] = {}
     kv_of: dict[int, list] = {}
 
@@ -359,18 +367,12 @@ def test_prompt_lookup_gives_generates_tokens_in_fewer_forwards(engine: Transfor
         got[row] = (row_ids[width:width + generated].tolist(), generated, kv[0][0].shape[2])
         kv_of[row] = [(k.clone(), v.clone()) for k, v in kv]
 
-    model.forward = spy
-    try:
-        with torch.inference_mode():
-            greedy_decode(model, tok, ids, mask, growing_cache(model.config, reserve=width + new),
-                          max_new_tokens=new, stop_ids=stops, stop=(), pad_id=tok.pad_token_id,
-                          on_row_done=done, lookup=16)
-    finally:
-        del model.forward
+    forwards = [columns for _, columns in _decode_watching_forwards(
+        model, tok, ids, mask, growing_cache(model.config, reserve=width + new), done,
+        max_new_tokens=new, stop_ids=stops, lookup=16)]
     for row in range(rows):
-        row_want = want[row, width:].tolist()
-        ended = next((i + 1 for i, t in enumerate(row_want) if t in stops), len(row_want))
-        assert got[row][:2] == (row_want[:ended], ended)
+        ended = _stopped_at(want[row, width:].tolist(), stops)
+        assert got[row][:2] == (want[row, width:width + ended].tolist(), ended)
         assert got[row][2] in (width + ended - 1, width + ended)  # the stop token only if drafted
     assert max(forwards[1:]) > 1, "no forward verified a draft"
     assert len(forwards) - 1 < new, "drafts were never accepted"
