@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install install-vllm demo test test-extended bench lint clean
+.PHONY: install install-vllm demo test test-extended bench lint wheel-smoke clean
 
 # vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
 # it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
@@ -47,6 +47,10 @@ bench: install install-vllm
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
+
+# The built wheel installed (not editable) into a fresh venv and run from outside the checkout.
+wheel-smoke:
+	PYTHON=$(PYTHON) TORCH_SPEC="$(TORCH_SPEC)" bash scripts/wheel-smoke.sh
 
 clean:
 	rm -rf $(VENV) $(VLLM_CPU_ENV) .cache runs

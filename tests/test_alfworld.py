@@ -391,7 +391,7 @@ def test_missing_package_and_missing_official_data_explain_the_fix(
                         lambda name, *a: None if name == "alfworld" else real(name, *a))
     with pytest.raises(A2RLError) as err:
         alf.ALFWorldTask(SMALL)
-    assert "a2rl[alfworld]" in str(err.value)
+    assert "a2rl-bench[alfworld]" in str(err.value)
 
 
 def test_official_source_reads_alfworld_download_layout(task: alf.ALFWorldTask, tmp_path: Path) -> None:

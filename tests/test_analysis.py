@@ -411,3 +411,26 @@ def test_heldout_items_the_train_data_already_holds_are_not_the_agents_contamina
     assert contamination({"c.jsonl": "Calculate 12 + 7."}, heldout[:1],
                          train_texts={"data/train.jsonl": "Calculate 12 + 7."})[0].kind \
         == "heldout-in-train-data"
+
+
+def test_summary_reads_as_prose_and_a_refused_path_is_not_a_training_failure(tmp_path: Path) -> None:
+    """summary.md opens with the overview, formats every number and never prints None; a
+    submission the grader refused for its path after a working one carries the grader's reason
+    and is not labelled a training collapse."""
+    run = FakeRun(tmp_path)
+    run.script("train.py", SFT)
+    run.model("output/v1", str(run.ws / "model"), "h1")
+    run.submit("output/v1", "scored", 30.0, 100, "h1")
+    reason = "model_path '../../etc' is outside the workspace"
+    run.submit("../../etc", "rejected", None, 200, None, error=reason)
+    a = analyze_run(run.finish(), heldout=[])
+    refused = a.iterations[1]
+    assert refused.status == "rejected" and refused.failure_type is None
+    assert refused.failure_evidence == reason
+    text = (run.dir / "summary.md").read_text()
+    assert text.startswith("# Run hand-made (arith): overview")
+    assert text.index("overview") < text.index("## Iteration 1")
+    assert "None" not in text and "collapse" not in text
+    assert f"refused by the grader before any evaluation: {reason}" in text
+    assert "baseline 10.00, best **30.00**, improvement +20.00" in text
+    assert "2 submissions, 50% of them valid" in text

@@ -298,7 +298,11 @@ def test_cli_eval_and_rescore(tmp_path: Path, a2rl_home: Path) -> None:
     preds = _arith_predictions(tmp_path, {1})
     ok = _cli("eval", "--task", "arith", *opts, "--predictions", str(preds), home=a2rl_home)
     assert ok.returncode == 0, ok.stderr
-    assert "score 16.67 on 6 held-out items" in ok.stdout and "details.jsonl" in ok.stdout
+    # the score with its 95 % interval (1 of 6 right: Wilson [3.01, 56.35]), printed and recorded
+    assert ("score 16.67 [3.01, 56.35] (95% CI, wilson) on 6 held-out items" in ok.stdout
+            and "details.jsonl" in ok.stdout)
+    record = json.loads(next((a2rl_home / "evals" / "arith").glob("*/eval.json")).read_text())
+    assert (record["ci_low"], record["ci_high"], record["engine"]) == (3.0053, 56.3503, None)
     both = _cli("eval", "--task", "arith", "--predictions", str(preds), "--model", "x", home=a2rl_home)
     assert both.returncode == 2 and "exactly one of --model and --predictions" in both.stderr
     run_dir = _make_run(tmp_path, "arith", ARITH, evals={"s0001": _arith_rows({0, 1}, with_ids=True)},

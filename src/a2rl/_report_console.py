@@ -9,6 +9,7 @@ the operator's console.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,12 +20,27 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from a2rl.records import RunAnalysis
     from a2rl.runner import RunRecord
     from a2rl.tasks import Task
 
 # CSI / OSC / other ESC sequences, then any remaining C0/C1 control character but tab.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+# Width of a console that is not a terminal (a Slurm log, a pipe): wide enough that no table
+# cell is cut, since nobody resizes a log file.
+_LOG_WIDTH = 100_000
+
+
+def make_console(**kwargs: object) -> Console:
+    """A console at the terminal's width, or at an unlimited width when stdout is not a terminal
+    and COLUMNS is unset, so `a2rl runs list | cat` prints every number whole."""
+    console = Console(**kwargs)  # type: ignore[arg-type]
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=_LOG_WIDTH, **kwargs)  # type: ignore[arg-type]
+    return console
 
 
 def plain_text(text: str) -> str:
@@ -126,8 +142,10 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     head.add_row("task / agent / mode",
                  safe(f"{c.task} / {_agent_label(c.agent, 60)} / {c.mode}"))
     if record.task and record.task.scorer:
-        head.add_row("scorer", safe(f"{record.task.scorer} (task {record.task.name} "
-                                    f"v{record.task.version})"))
+        scorer = record.task.scorer
+        if f"version {record.task.version}" not in scorer:  # a scorer line may name it already
+            scorer += f" (task {record.task.name} v{record.task.version})"
+        head.add_row("scorer", safe(scorer))
     if record.model:
         head.add_row("model", f"{safe(record.model.spec)}  [dim]{safe(record.model.content_hash[:12])}[/]")
     if record.agent_package or c.driver:
@@ -143,21 +161,42 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     if c.tasks:
         head.add_row("multi", safe(f"one agent on {', '.join(c.tasks)} (runs/multi/{record.run_id})"))
     head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
-    if record.baseline:
-        head.add_row("baseline", _fmt(record.baseline.score))
+    b = record.baseline
+    if b is not None and b.score is not None and b.score == b.score:  # NaN: imported, none
+        ci = "" if b.ci_low is None or b.ci_high is None else \
+            f" [{b.ci_low:.2f}, {b.ci_high:.2f}] (95% CI, {b.n_items} items)"
+        head.add_row("baseline", _fmt(b.score) + ci)
+    else:
+        head.add_row("baseline", "not recorded (no improvement can be computed)")
     dev = " on the dev split" if c.final == "hidden" else ""
     if record.best:
-        head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({safe(record.best.submission_id)}), "
-                     f"improvement {record.improvement:+.2f}{dev}")
+        gain = "" if record.improvement is None else f", improvement {record.improvement:+.2f}{dev}"
+        head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({safe(record.best.submission_id)})"
+                     + gain)
     else:
         head.add_row("best", "no valid submission")
     if c.final == "hidden":
         head.add_row("FINAL (hidden test)", final_line(record))
     if record.error:
         head.add_row("error", f"[red]{safe(record.error)}[/]")
+    analysis = _read_analysis(run_dir) if run_dir else None
+    if analysis is not None:
+        head.add_row("route", safe(analysis.route) + (
+            f" (methods in the best submission: {safe(', '.join(analysis.methods_in_best))})"
+            if analysis.methods_in_best else ""))
     if run_dir:
         head.add_row("run directory", safe(run_dir))
+        if (run_dir / "summary.md").exists():
+            head.add_row("summary", safe(run_dir / "summary.md"))
     console.print(head)
+    if analysis is not None and analysis.findings:
+        findings = Table(title="audit findings")
+        for col in ("severity", "finding", "evidence"):
+            findings.add_column(col, overflow="fold")
+        for f in analysis.findings:
+            findings.add_row(safe(f.severity), safe(f"{f.kind}: {f.message}"),
+                             safe("; ".join(f.evidence[:3])[:300]))
+        console.print(findings)
     if record.submissions:
         table = Table(title="submissions")
         for col in ("id", "at (s)", "model_path", "status", "score", "95% CI", "Δ", "eval s"):
@@ -177,6 +216,18 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
                           "—" if s.improvement is None else f"{s.improvement:+.2f}",
                           _fmt(s.eval_seconds), safe(note[:120]))
         console.print(table)
+
+
+def _read_analysis(run_dir: Path) -> RunAnalysis | None:
+    """analysis.json of a run, or None when it is missing or unreadable (an unfinished run, a
+    run from an older a2rl): `runs show` works on every run kind."""
+    from a2rl.records import RunAnalysis
+
+    path = run_dir / "analysis.json"
+    try:
+        return RunAnalysis.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
 
 
 def final_line(record: RunRecord) -> str:
@@ -201,7 +252,10 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     table = Table(title=f"runs in {safe(runs_dir)}")
     # a run id is copied into `a2rl runs show/rm`: never wrapped, whatever the width
     table.add_column("task/run", no_wrap=True, overflow="ignore", min_width=12)
-    table.add_column("agent (mode)", max_width=16, overflow="ellipsis", no_wrap=True)
+    # a terminal keeps the table on screen; a log or a pipe gets every column whole
+    tty = console.is_terminal
+    table.add_column("agent (mode)", max_width=16 if tty else None, overflow="ellipsis",
+                     no_wrap=True)
     for col in ("status", "base", "best", "Δ", "subs", "sandbox"):
         table.add_column(col, overflow="ellipsis", min_width=4)
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
@@ -213,7 +267,7 @@ def list_runs(runs_dir: Path, console: Console) -> None:
                           f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")
             continue
         table.add_row(safe(f"{r.config.task}/{r.run_id}"),
-                      safe(f"{_agent_label(r.config.agent, 24)} ({r.config.mode})"),
+                      safe(f"{_agent_label(r.config.agent, 24 if tty else 400)} ({r.config.mode})"),
                       safe(r.status), _fmt(r.baseline.score if r.baseline else None),
                       _fmt(r.best.score if r.best else None),
                       "—" if r.improvement is None else f"{r.improvement:+.2f}",

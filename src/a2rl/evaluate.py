@@ -29,6 +29,7 @@ from a2rl import __version__
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl._util import atomic_write_text, utcnow
+from a2rl.records._engine import EngineInfo
 from a2rl.tasks import EvalOutcome, StaticTextTask, Task
 
 RECORD_VERSION = "1"
@@ -123,8 +124,17 @@ class EvalRecord(BaseModel):
     """Task score (0–100), as the grader would report it."""
     n_items: int
     """Held-out items (or episodes) scored."""
+    ci_low: float | None = None
+    """Lower bound of the score's 95 % interval (0–100); None when the task gives no per-item
+    values."""
+    ci_high: float | None = None
+    """Upper bound of the score's 95 % interval (0–100)."""
+    ci_method: str | None = None
+    """How the interval was computed (wilson, bootstrap or bootstrap-shifted; see the grader)."""
     metrics: dict[str, float]
     """Secondary metrics of the task."""
+    engine: EngineInfo | None = None
+    """The inference engine that generated the completions (None for --predictions)."""
     a2rl_version: str
     """a2rl's version."""
     created_at: dt.datetime
@@ -135,10 +145,16 @@ class EvalRecord(BaseModel):
 
 def _finish_eval(task: Task, outcome: EvalOutcome, out: Path, started: float,
                  **fields: Any) -> EvalRecord:
+    from a2rl.grader import item_values, score_interval
+
     out.mkdir(parents=True, exist_ok=True)
     _write_details(out / "details.jsonl", outcome.details)
+    interval = score_interval(item_values(outcome, []).values, outcome.score)
     record = EvalRecord(task=task.name, task_version=task.version, params=task.params.public(),
                         fingerprint=task.fingerprint(), score=outcome.score, n_items=outcome.n_items,
+                        ci_low=interval.low if interval else None,
+                        ci_high=interval.high if interval else None,
+                        ci_method=interval.method if interval else None,
                         metrics=outcome.metrics, a2rl_version=__version__, created_at=utcnow(),
                         seconds=round(time.monotonic() - started, 2), **fields)
     atomic_write_text(out / "eval.json", record.model_dump_json(indent=2))
@@ -149,6 +165,7 @@ def eval_model(task: Task, model: str, *, chat_template_from: str | None = None,
                out: Path | None = None,
                on_progress: Callable[[int, int], None] | None = None) -> tuple[EvalRecord, Path]:
     """Evaluate a model (alias, folder or hub id) as the grader would; write its verdicts."""
+    from a2rl.inference._registry import selected
     from a2rl.models import resolve_model
 
     refuse_in_agent_sandbox("eval")
@@ -162,7 +179,8 @@ def eval_model(task: Task, model: str, *, chat_template_from: str | None = None,
     started = time.monotonic()
     outcome = task.evaluate(resolved.path, chat_template_from=template, on_progress=on_progress)
     record = _finish_eval(task, outcome, folder, started, source="model",
-                          model=f"{model} {resolved.path}", chat_template_from=str(template))
+                          model=f"{model} {resolved.path}", chat_template_from=str(template),
+                          engine=selected())
     return record, folder
 
 
@@ -373,13 +391,20 @@ def rescore_run(run_dir: Path) -> list[RescoreRecord]:
 # ---- console ---------------------------------------------------------------------------------
 
 def show_eval(record: EvalRecord, folder: Path) -> None:
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    from a2rl._report_console import make_console
+
+    console = make_console()
     what = record.model.split(" ")[0] if record.model else record.predictions
-    console.print(f"[bold]{record.task}[/] v{record.task_version}: score [bold]{record.score:.2f}[/] "
-                  f"on {record.n_items} held-out items ({what})", highlight=False)
+    ci = ("" if record.ci_low is None or record.ci_high is None else
+          f" [{record.ci_low:.2f}, {record.ci_high:.2f}] (95% CI, {record.ci_method})")
+    console.print(f"[bold]{record.task}[/] v{record.task_version}: score [bold]{record.score:.2f}[/]"
+                  f"{ci} on {record.n_items} held-out items ({escape(what or '')})", highlight=False)
+    if record.engine is not None:
+        e = record.engine
+        console.print(f"engine: {e.name} {e.version or ''} ({e.package}, {e.device})", highlight=False)
     if record.metrics:
         table = Table("metric", "value")
         for key, value in record.metrics.items():

@@ -266,6 +266,10 @@ def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: b
              best_before: float | None, had_valid_before: bool) -> tuple[FailureType | None, str | None]:
     if rec.status == "baseline_copy":
         return None, None
+    if rec.status == "rejected" and had_valid_before:
+        # Refused before evaluation (its path, its size) after a working model: no training to
+        # judge, so never a training collapse; the grader's reason stays as the evidence.
+        return None, rec.error or "refused by the grader"
     if rec.valid and rec.improvement is None:
         return None, None  # no baseline (an imported run without one): improvement unknown
     improving = rec.valid and rec.score is not None and rec.improvement is not None \
@@ -703,8 +707,7 @@ class LiveSummary:
             analysis = _run_level(self.run_dir, run, subs, self.builder, self.iterations, heldout)
             final = analysis.iterations[-1]
             self._append("summary.jsonl", final.model_dump_json() + "\n")
-            self._append("summary.md", render_iteration(final) + "\n"
-                         + render_overview(analysis))
+            atomic_write_text(self.run_dir / "summary.md", render_markdown(analysis))
             atomic_write_text(self.run_dir / "analysis.json", analysis.model_dump_json(indent=2))
             _scaffold_section(self.run_dir, analysis)
             return analysis
@@ -728,18 +731,48 @@ def _scaffold_section(run_dir: Path, analysis: RunAnalysis) -> None:
 
 
 def render_markdown(a: RunAnalysis) -> str:
+    """summary.md: the run's overview first, then one section per iteration."""
     body = "".join(render_iteration(it) + "\n" for it in a.iterations)
-    return body + render_overview(a)
+    return render_overview(a) + "\n" + body
+
+
+def _num(x: float | None, digits: int = 2, unknown: str = "unknown") -> str:
+    """A number for people: fixed decimals (none for counts), a word where there is none."""
+    if x is None:
+        return unknown
+    if float(x).is_integer() and digits == 0:
+        return f"{int(x)}"
+    return f"{x:.{digits}f}"
+
+
+def _signed(x: float | None, unknown: str = "unknown") -> str:
+    return unknown if x is None else f"{x:+.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "unknown" if x is None else f"{100 * x:.0f}%"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def render_iteration(it: IterationSummary) -> str:
     title = f"Iteration {it.index}" + (f" — {it.submission_id}" if it.submission_id else " — final")
     code = f" (exit code {it.exit_code})" if it.exit_code is not None else ""
-    out = [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}",
-           f"- score: {it.score} (improvement {it.improvement})",
-           f"- training type: {it.training_type}; methods: {', '.join(it.methods) or 'none'}"]
+    out = [f"## {title} [{it.elapsed_marker}]", "", f"- status: {it.status}{code}"]
+    if it.status == "rejected" and it.failure_type is None:
+        reason = it.failure_evidence or "no reason recorded"
+        out.append(f"- refused by the grader before any evaluation: {reason}")
+    elif it.score is not None:
+        out.append(f"- score: {_num(it.score)}"
+                   + ("" if it.improvement is None else f" ({_signed(it.improvement)} vs the baseline)"))
+    else:
+        out.append("- score: not scored")
+    out.append(f"- training type: {it.training_type}; methods: {', '.join(it.methods) or 'none'}")
     if it.config:
-        out.append("- configuration: " + ", ".join(f"{k}={v}" for k, v in sorted(it.config.items())))
+        out.append("- configuration: " + ", ".join(
+            f"{k}={_num(v, 0) if isinstance(v, int) else v}" for k, v in sorted(it.config.items())))
     if it.scripts:
         out.append("- scripts run: " + ", ".join(it.scripts))
     if it.changed_files:
@@ -756,37 +789,64 @@ def render_iteration(it: IterationSummary) -> str:
 def render_overview(a: RunAnalysis) -> str:
     m = a.metrics
     fin = a.final
-    hidden = [] if fin is None else [
-        f"- **hidden final** ({fin.status}): test-split score **{fin.score}** "
-        f"[{fin.ci_low}, {fin.ci_high}] vs base {fin.test_baseline}, improvement {fin.improvement}, "
-        f"significant {fin.significant}; {fin.submission_id} ({fin.model_path}) chosen by {fin.chosen_by}, "
-        f"dev score {fin.dev_score}" + (f"; {fin.error}" if fin.error else "")]
-    out = [f"# Run {a.run_id} ({a.task}): overview", "", *hidden,
+    hidden: list[str] = []
+    if fin is not None:
+        ci = "" if fin.ci_low is None or fin.ci_high is None else \
+            f" [{_num(fin.ci_low)}, {_num(fin.ci_high)}]"
+        sig = {True: "significant", False: "within noise", None: "significance unknown"}[fin.significant]
+        if fin.score is None:
+            hidden = [f"- **hidden final** ({fin.status})" + (f": {fin.error}" if fin.error else "")]
+        else:
+            hidden = [f"- **hidden final** ({fin.status}): test-split score **{_num(fin.score)}**{ci} "
+                      f"vs base {_num(fin.test_baseline)}, improvement {_signed(fin.improvement)} "
+                      f"({sig}); {fin.submission_id} ({fin.model_path}) chosen by {fin.chosen_by}, "
+                      f"dev score {_num(fin.dev_score)}" + (f"; {fin.error}" if fin.error else "")]
+    if m.best is None:
+        result = f"- baseline {_num(m.baseline, unknown='not recorded')}; no valid submission"
+    else:
+        result = (f"- baseline {_num(m.baseline, unknown='not recorded')}, best **{_num(m.best)}**"
+                  f"{' (dev split)' if hidden else ''}"
+                  + ("" if m.improvement is None else f", improvement {_signed(m.improvement)}"))
+    valid = "" if m.valid_rate is None else f", {_pct(m.valid_rate)} of them valid"
+    zero = "" if m.zero_score_rate is None else f", {_pct(m.zero_score_rate)} scored zero"
+    timing = []
+    if m.time_to_first_improvement_s is not None:
+        timing.append(f"first improvement at {hms(m.time_to_first_improvement_s)}")
+    if m.time_to_best_s is not None:
+        timing.append(f"best at {hms(m.time_to_best_s)}")
+    if m.time_used_ratio is not None:
+        timing.append(f"{_pct(m.time_used_ratio)} of the budget used")
+    if m.last_submit_gap_s is not None:
+        timing.append(f"{hms(m.last_submit_gap_s)} between the last submission and the end")
+    changes = (f"{_plural(a.strategy_changes, 'strategy change')}"
+               + ("" if a.change_rate is None else f" ({_pct(a.change_rate)} of consecutive pairs)"))
+    usage = ""
+    if a.usage:
+        usage = (f"; tokens in/out {_num(a.usage.get('input_tokens', 0), 0)}/"
+                 f"{_num(a.usage.get('output_tokens', 0), 0)}"
+                 + (f", cost ${a.usage['cost_usd']:.2f}" if a.usage.get("cost_usd") else ""))
+    out = [f"# Run {a.run_id} ({a.task}): overview", "", *hidden, result,
            f"- route: **{a.route}**; methods attempted: {', '.join(a.methods_attempted) or 'none'};"
            f" in the best submission: {', '.join(a.methods_in_best) or 'none'}",
-           f"- baseline {m.baseline}, best {m.best}{' (dev split)' if hidden else ''}, "
-           f"improvement {m.improvement}; "
-           f"{m.submissions} submissions, valid rate {m.valid_rate}, zero-score rate "
-           f"{m.zero_score_rate}",
-           f"- time to first improvement {hms(m.time_to_first_improvement_s)}, to best "
-           f"{hms(m.time_to_best_s)}; time used {m.time_used_ratio}; last-submit gap "
-           f"{hms(m.last_submit_gap_s)}; code files {m.code_files_written}; model versions "
-           f"{m.model_versions}",
-           f"- strategy changes {a.strategy_changes} (rate {a.change_rate}); experiments: "
-           + ("; ".join(f"{e.path or e.script or '?'} ({e.strategy}"
-                        + (f": {e.method}" if e.method and e.method != "SFT" else "")
-                        + (f" via {e.framework}" if e.framework else "")
-                        + f", {e.data_source}, {e.stage})" for e in a.experiments) or "none"),
+           f"- {_plural(m.submissions, 'submission')}{valid}{zero}",
+           "- time: " + ("; ".join(timing) or "no timing recorded"),
+           f"- {_plural(m.code_files_written, 'code file')} written, "
+           f"{_plural(m.model_versions, 'model version')}; {changes}",
+           "- experiments: " + ("; ".join(f"{e.path or e.script or '?'} ({e.strategy}"
+                                         + (f": {e.method}" if e.method and e.method != "SFT" else "")
+                                         + (f" via {e.framework}" if e.framework else "")
+                                         + f", {e.data_source}, {e.stage})" for e in a.experiments)
+                                or "none found"),
            "- time per phase (programs the agent ran): "
-           + (", ".join(f"{k} {v:.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
+           + (", ".join(f"{k} {v:,.0f} s" for k, v in a.phase_seconds.items()) or "not traced"),
            "- time per phase (model turns): "
-           + (", ".join(f"{k} {v:.0f} s" for k, v in a.turn_phase_seconds.items()) or "no event log")
-           + (f"; tokens in/out {a.usage.get('input_tokens', 0):.0f}/"
-              f"{a.usage.get('output_tokens', 0):.0f}, cost ${a.usage.get('cost_usd', 0):.2f}"
-              if a.usage else ""),
-           "" if a.sandboxed else "- **UNSANDBOXED RUN**",
-           f"- imported from {a.imported_from}: see the notes for what could not be recovered"
-           if a.imported_from else "", ""]
+           + (", ".join(f"{k} {v:,.0f} s" for k, v in a.turn_phase_seconds.items()) or "no event log")
+           + usage]
+    if not a.sandboxed:
+        out.append("- **UNSANDBOXED RUN**")
+    if a.imported_from:
+        out.append(f"- imported from {a.imported_from}: see the notes for what could not be recovered")
+    out.append("")
     if a.findings:
         out += ["## Audit", ""]
         for f in a.findings:

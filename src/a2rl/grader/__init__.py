@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from a2rl.grader._baseline import BaselineRecord, score_baseline
     from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, EvalJob, run_evaluation
     from a2rl.grader._grader import Grader, GraderConfig, GraderEvents, read_final
+    from a2rl.grader._items import item_values
     from a2rl.grader._ledger import Ledger
     from a2rl.grader._records import (
         BestSoFar,
@@ -49,6 +50,7 @@ _HOMES = {
     "GraderEvents": "a2rl.grader._grader",
     "GraderServer": "a2rl.grader._server",
     "KeepArtifacts": "a2rl.grader._records",
+    "item_values": "a2rl.grader._items",
     "Ledger": "a2rl.grader._ledger",
     "ScoreInterval": "a2rl.grader._stats",
     "StatusResponse": "a2rl.grader._records",
@@ -101,6 +103,7 @@ __all__ = [
     "SubmissionStatus",
     "SubmitResponse",
     "create_app",
+    "item_values",
     "open_submission",
     "public_fingerprint",
     "redacted_params",

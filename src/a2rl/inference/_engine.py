@@ -154,7 +154,7 @@ def load_engine(model_dir: Path, *, chat_template_from: Path | None = None,
     if backend == "vllm":
         if importlib.util.find_spec("vllm") is None:
             raise A2RLError("the vLLM backend was requested but vLLM is not installed",
-                            "pip install 'a2rl[gpu]' on a machine with a CUDA GPU")
+                            "pip install 'a2rl-bench[gpu]' on a machine with a CUDA GPU")
         from a2rl.inference._vllm import VLLMEngine
 
         return VLLMEngine(model_dir, chat_template_from=chat_template_from)

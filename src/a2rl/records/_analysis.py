@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from a2rl.records._base import Record
 from a2rl.records._grader import FinalResult
 
 FailureType = Literal["rollout construction failure", "reward/data design failure",
@@ -17,7 +18,7 @@ ANALYSIS_FORMAT = 2
 """2: experiments from launched commands (method, framework, evidence), format versions."""
 
 
-class IterationSummary(BaseModel):
+class IterationSummary(Record):
     """One line of `summary.jsonl`: one iteration (= submission), plus a final record."""
 
     index: int
@@ -59,7 +60,7 @@ class IterationSummary(BaseModel):
     """Training scripts in the snapshot that the transcript shows being run."""
 
 
-class Experiment(BaseModel):
+class Experiment(Record):
     """A verified training experiment: an executed command that launched a parameter update
     (from the exec trace), or, for untraced runs, a model folder with training lineage."""
 
@@ -96,7 +97,7 @@ class Experiment(BaseModel):
     or `artifacts` (a model folder with training lineage, for untraced runs)."""
 
 
-class Finding(BaseModel):
+class Finding(Record):
     """An audit finding. Findings never change a score; they flag the run for review."""
 
     kind: str
@@ -109,7 +110,7 @@ class Finding(BaseModel):
     """The lines that showed it."""
 
 
-class ProcessMetrics(BaseModel):
+class ProcessMetrics(Record):
     """Paper A's process metrics of one run."""
 
     baseline: float | None
@@ -142,7 +143,7 @@ class ProcessMetrics(BaseModel):
     """Distinct model folders the artifact index saw."""
 
 
-class RunAnalysis(BaseModel):
+class RunAnalysis(Record):
     """`analysis.json`: everything `a2rl analyze` computed for one run."""
 
     version: int = ANALYSIS_FORMAT

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from a2rl.records._base import Record
 
 EventKind = Literal["turn", "tool_call", "command", "file_edit", "usage", "message"]
 
 
-class AgentEvent(BaseModel):
+class AgentEvent(Record):
     """One line of agent/events.jsonl."""
 
     # from_attributes: events made by the launchers' own copy of this class validate too.
@@ -45,7 +47,7 @@ class AgentEvent(BaseModel):
     """Launcher-specific details (status, error type, cache split, …)."""
 
 
-class ExecEvent(BaseModel):
+class ExecEvent(Record):
     """One line of `agent/exec.jsonl`: one process image the agent started."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -64,7 +66,7 @@ class ExecEvent(BaseModel):
     """Its arguments, argv[0] included."""
 
 
-class ParseReport(BaseModel):
+class ParseReport(Record):
     """What a transcript parser could and could not read (`agent/parse_report.json`): a
     parser never fails silently; lines it cannot read are counted here, with a few samples."""
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from a2rl.records._base import Record
 
 SCAFFOLD_FORMAT = 1
 
@@ -34,7 +36,7 @@ JOURNAL_KINDS: tuple[JournalKind, ...] = ("plan", "observation", "lesson", "eval
                                           "eval_analysis")
 
 
-class ScaffoldConfig(BaseModel):
+class ScaffoldConfig(Record):
     """`--scaffold` and `--scaffold-opt key=value`: which components run and how."""
 
     model_config = ConfigDict(extra="forbid", from_attributes=True)
@@ -68,7 +70,7 @@ class ScaffoldConfig(BaseModel):
     the analysis compares against."""
 
 
-class Strategy(BaseModel):
+class Strategy(Record):
     """A strategy state in paper B's terms."""
 
     model_config = ConfigDict(extra="forbid")
@@ -81,7 +83,7 @@ class Strategy(BaseModel):
     """Stage structure: from the base model, or from an earlier checkpoint."""
 
 
-class StrategyChange(BaseModel):
+class StrategyChange(Record):
     """The part of a strategy a suggestion or decision changes (unset = unchanged)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -98,7 +100,7 @@ class StrategyChange(BaseModel):
                 if value is not None}
 
 
-class JournalEntry(BaseModel):
+class JournalEntry(Record):
     """One line of `scaffold/journal.jsonl`."""
 
     version: int = SCAFFOLD_FORMAT
@@ -130,7 +132,7 @@ class JournalEntry(BaseModel):
     """The latest submission id at writing time (None: nothing submitted yet)."""
 
 
-class Suggestion(BaseModel):
+class Suggestion(Record):
     """One suggestion of the evaluator agent."""
 
     id: str
@@ -146,7 +148,7 @@ class Suggestion(BaseModel):
     """Execution-level: the setting or code element it names (e.g. `learning_rate`)."""
 
 
-class TrainOutput(BaseModel):
+class TrainOutput(Record):
     """The submitted model's answer to one train-visible item (what the evaluator sees)."""
 
     id: str
@@ -159,7 +161,7 @@ class TrainOutput(BaseModel):
     """The task's verdict on it (0–1), None when the task cannot score train items offline."""
 
 
-class LLMCall(BaseModel):
+class LLMCall(Record):
     """One request to the scaffold's LLM endpoint, as `scaffold/llm_calls.jsonl` logs it."""
 
     role: Literal["evaluator-expectation", "evaluator-diagnosis", "reviewer"]
@@ -181,7 +183,7 @@ class LLMCall(BaseModel):
     """Completion tokens the endpoint reported."""
 
 
-class EvaluatorReport(BaseModel):
+class EvaluatorReport(Record):
     """One line of `scaffold/evaluations.jsonl`: the evaluator agent's view of one submission."""
 
     version: int = SCAFFOLD_FORMAT
@@ -210,7 +212,7 @@ class EvaluatorReport(BaseModel):
     """Why it failed, when it did."""
 
 
-class Plan(BaseModel):
+class Plan(Record):
     """The fixed plan JSON the agent submits before its first training launch."""
 
     model_config = ConfigDict(extra="forbid")
@@ -226,7 +228,7 @@ class Plan(BaseModel):
     """How the agent will measure progress before submitting."""
 
 
-class PlanReview(BaseModel):
+class PlanReview(Record):
     """The reviewer's answer, in a fixed JSON too."""
 
     model_config = ConfigDict(extra="forbid")
@@ -239,7 +241,7 @@ class PlanReview(BaseModel):
     """Revise: what to change."""
 
 
-class PlanEvent(BaseModel):
+class PlanEvent(Record):
     """One line of `scaffold/plans.jsonl`: a plan the agent submitted, or its review."""
 
     version: int = SCAFFOLD_FORMAT
@@ -262,7 +264,7 @@ class PlanEvent(BaseModel):
     """review_failed: why (the run goes on; the plan counts as unreviewed)."""
 
 
-class Decision(BaseModel):
+class Decision(Record):
     """The agent's answer at a revision checkpoint."""
 
     model_config = ConfigDict(extra="forbid")
@@ -275,7 +277,7 @@ class Decision(BaseModel):
     """switch: the new strategy k/d/g (required)."""
 
 
-class CheckpointEvent(BaseModel):
+class CheckpointEvent(Record):
     """One line of `scaffold/checkpoints.jsonl`: a checkpoint opened, or the agent's decision."""
 
     version: int = SCAFFOLD_FORMAT
@@ -296,7 +298,7 @@ class CheckpointEvent(BaseModel):
     """decided: the decision."""
 
 
-class ScaffoldNotice(BaseModel):
+class ScaffoldNotice(Record):
     """What the scaffold adds to a /submit reply or a submission's poll result."""
 
     evaluator: EvaluatorReport | None = None
@@ -311,7 +313,7 @@ class ScaffoldNotice(BaseModel):
 
 # ---- the analysis of a scaffold run (`scaffold.json`) ------------------------------------------
 
-class SuggestionOutcome(BaseModel):
+class SuggestionOutcome(Record):
     """One evaluator suggestion and whether the agent's later experiments followed it."""
 
     id: str
@@ -336,7 +338,7 @@ class SuggestionOutcome(BaseModel):
     """A later journal entry of the agent cites it (`follows`)."""
 
 
-class LevelAdoption(BaseModel):
+class LevelAdoption(Record):
     """Adoption counts of one suggestion level."""
 
     n: int
@@ -347,7 +349,7 @@ class LevelAdoption(BaseModel):
     """adopted / n (None when n is 0)."""
 
 
-class PlanOutcome(BaseModel):
+class PlanOutcome(Record):
     """One plan and its review."""
 
     plan_id: str
@@ -364,7 +366,7 @@ class PlanOutcome(BaseModel):
     """The reviewer's rationale, or the failure."""
 
 
-class CheckpointOutcome(BaseModel):
+class CheckpointOutcome(Record):
     """One revision checkpoint, the decision, and whether behaviour followed it."""
 
     checkpoint_id: str
@@ -388,7 +390,7 @@ class CheckpointOutcome(BaseModel):
     """The experiment it was judged on."""
 
 
-class ScaffoldAnalysis(BaseModel):
+class ScaffoldAnalysis(Record):
     """`scaffold.json` of a scaffold run (written beside analysis.json)."""
 
     version: int = SCAFFOLD_FORMAT

@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from a2rl.records._base import Record
 
 SKILLS_FORMAT = 1
 
@@ -14,7 +16,7 @@ SkillOrigin = Literal["library", "created"]
 ReadSource = Literal["open", "exec", "transcript"]
 
 
-class SkillFile(BaseModel):
+class SkillFile(Record):
     """One file of a skill folder."""
 
     path: str
@@ -25,7 +27,7 @@ class SkillFile(BaseModel):
     """Its size."""
 
 
-class SkillInfo(BaseModel):
+class SkillInfo(Record):
     """One skill: a folder `<name>/` holding `SKILL.md` (YAML front matter + instructions)."""
 
     name: str
@@ -38,7 +40,7 @@ class SkillInfo(BaseModel):
     """Every regular file of the folder, sorted by path."""
 
 
-class SkillManifest(BaseModel):
+class SkillManifest(Record):
     """`scaffold/skills/library.json`: the library as it was mounted, written before the agent
     starts (the reference the read counter and the tamper check use)."""
 
@@ -56,7 +58,7 @@ class SkillManifest(BaseModel):
     """The library's skills, sorted by name."""
 
 
-class SkillRead(BaseModel):
+class SkillRead(Record):
     """One piece of evidence that the agent read a skill."""
 
     skill: str
@@ -75,7 +77,7 @@ class SkillRead(BaseModel):
     """The program (open/exec) or tool name (transcript) that read it, truncated."""
 
 
-class SkillConsults(BaseModel):
+class SkillConsults(Record):
     """How often one skill was consulted, per source of evidence."""
 
     skill: str
@@ -97,7 +99,7 @@ class SkillConsults(BaseModel):
     """Seconds after the agent started of the first read (any source)."""
 
 
-class CreatedSkill(BaseModel):
+class CreatedSkill(Record):
     """A skill the agent wrote into the writable folder, as found when the agent stopped."""
 
     name: str
@@ -117,7 +119,7 @@ class CreatedSkill(BaseModel):
     the transcript has none, e.g. it was written by a shell command)."""
 
 
-class SkillUsage(BaseModel):
+class SkillUsage(Record):
     """`scaffold/skills/usage.json`: skill consults per skill and the skills the agent created,
     computed after the agent stopped from the exec trace and the transcript."""
 

@@ -83,7 +83,7 @@ def write_table(rows: Sequence[dict[str, Any]], path: Path) -> Path:
             import pyarrow.parquet as pq
         except ImportError as exc:
             raise A2RLError("writing Parquet needs pyarrow, which is not installed",
-                            "pip install 'a2rl[parquet]' (or pyarrow), or write a .csv") from exc
+                            "pip install 'a2rl-bench[parquet]' (or pyarrow), or write a .csv") from exc
         cols = columns(rows)
         table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows]) if rows \
             else pa.table({})

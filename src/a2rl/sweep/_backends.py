@@ -115,7 +115,7 @@ class RayBackend:
         try:
             import ray
         except ImportError as exc:
-            raise A2RLError("backend ray needs Ray", "pip install 'a2rl[sweep]' (or ray)") from exc
+            raise A2RLError("backend ray needs Ray", "pip install 'a2rl-bench[sweep]' (or ray)") from exc
         self.ray = ray
         self.started = False
         opts = matrix.ray
@@ -167,7 +167,7 @@ class SlurmBackend:
             import submitit
         except ImportError as exc:
             raise A2RLError("backend slurm needs submitit",
-                            "pip install 'a2rl[sweep]' (or submitit)") from exc
+                            "pip install 'a2rl-bench[sweep]' (or submitit)") from exc
         self.submitit = submitit
         self.opts = matrix.slurm
         if self.opts.cluster == "slurm" and shutil.which("sbatch") is None:

