@@ -92,3 +92,31 @@ def test_reference_agent_trains_on_demonstrations(tmp_path: Path, tiny_model: Pa
             (rd / "workspace" / "code" / "sft_round1.jsonl").read_text().splitlines()]
     assert rows and all(r["prompt_messages"][-1]["role"] == "user" for r in rows)
     assert any("search[" in r["completion"] or "click[" in r["completion"] for r in rows)
+
+
+@needs_bwrap
+def test_reference_agent_submits_on_a_loaded_machine(tmp_path: Path, tiny_model: Path) -> None:
+    """Time-sized (no fixed steps) with a short budget and 8 busy processes on the machine's
+    cores: the agent reads the clock before each pass and submits before its budget ends."""
+    import subprocess
+    import sys
+
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(8)]
+    try:
+        # A dev split and a token limit that make the base model's dev pass alone longer than
+        # the budget on this loaded machine: the pass must be cut by the clock.
+        rec = run(config(tmp_path, tiny_model, "reference", budget_s=150,
+                         task_params={"n_train": 1600, "n_heldout": 6, "heldout_seed": 4242},
+                         agent_options={"batch_size": "4", "max_train": "1600", "dev": "800",
+                                        "max_new_tokens": "256"}))
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    rd = run_dir_of(rec, tmp_path)
+    transcript = (rd / "agent" / "transcript.log").read_text()
+    assert rec.submissions, transcript[-3000:]
+    first = rec.submissions[0]
+    assert first.elapsed_s is not None and first.elapsed_s < 150, transcript[-3000:]
+    assert first.status in ("scored", "baseline_copy"), (first.status, first.error)
+    assert "clock: stopped generating after" in transcript, transcript[-3000:]

@@ -213,6 +213,60 @@ def test_scaffold_arms_are_cells_with_their_own_ids(tmp_path: Path) -> None:
         parse_matrix({**data, "scaffolds": ["journal", "jornal"]})
 
 
+def test_every_run_option_is_a_sweep_option(tmp_path: Path) -> None:
+    """The matrix's `run:` takes every `a2rl run` option from the run config's own definition
+    (engine, eval GPUs, vLLM memory, agent limits, ...), and each cell's run config carries them."""
+    from a2rl.records import RunConfig
+    from a2rl.sweep._cell import _config
+    from a2rl.sweep._matrix import RunOptions
+
+    per_cell = {"task", "tasks", "task_params", "agent", "agent_options", "model", "mode",
+                "budget_s", "port", "runs_dir", "driver", "driver_base_url", "study", "scaffold"}
+    spelled = {"eval_timeout_s": "eval_timeout", "grace_s": "grace",
+               "min_interval_s": "min_interval", "snapshot_every_s": "snapshot_every"}
+    assert {spelled.get(f, f) for f in RunConfig.model_fields} - per_cell == set(RunOptions.model_fields)
+    data = small_matrix(tmp_path, "local")
+    plain = {c.id for c in expand(parse_matrix(data), "s")}
+    data["run"].update(engine="vllm", eval_gpus="1", vllm_memory=0.5, agent_procs=512,
+                       snapshot_every="2m")
+    data["scaffolds"] = ["journal"]
+    cells = expand(parse_matrix(data), "s")
+    config = _config(cells[0], tmp_path)
+    assert (config.engine, config.eval_gpus, config.vllm_memory) == ("vllm", "1", 0.5)
+    assert config.agent_procs == 512 and config.snapshot_every_s == 120
+    assert config.scaffold is not None and config.scaffold.components == ["journal"]
+    assert (config.eval_timeout_s, config.grace_s, config.exec_trace) == (600, 2, False)
+    # options that change what a cell measures are part of its id; the defaults keep old ids
+    assert not plain & {c.id for c in cells}
+    with pytest.raises(A2RLError, match="vllm_memory"):
+        parse_matrix({**data, "run": {**data["run"], "vllm_memory": 3}})
+
+
+def test_sweep_plan_lists_cells_and_refuses_a_cli_with_a_foreign_driver(tmp_path: Path) -> None:
+    folder = Path(__file__).parent.parent / "examples" / "sweeps"
+    for path in sorted(folder.glob("*.yaml")):
+        out = CliRunner().invoke(app, ["sweep", "plan", str(path)])
+        assert out.exit_code == 0, (path, out.output)
+        assert "cells to run" in out.output
+    slurm = CliRunner().invoke(app, ["sweep", "plan", str(folder / "slurm.yaml")])
+    assert "a2rl run --task gsm8k --agent codex" in slurm.output
+    assert "--driver gpt-5-codex --final=hidden" in slurm.output
+    assert not (Path.cwd() / "sweeps" / "paper-slurm").exists()  # nothing started or written
+    # Codex speaks the OpenAI API: a Claude model is refused, with the fix
+    data = small_matrix(tmp_path, "local", reference=False)
+    data["agents"] = [{"agent": "codex"}]
+    data["drivers"] = [{"driver": "claude-sonnet-4-5"}]
+    matrix = tmp_path / "bad.yaml"
+    matrix.write_text(json.dumps(data))
+    bad = CliRunner().invoke(app, ["sweep", "plan", str(matrix)])
+    assert bad.exit_code != 0
+    assert isinstance(bad.exception, A2RLError)
+    assert "claude-sonnet-4-5" in bad.exception.message and "drivers" in (bad.exception.fix or "")
+    # through a compatible endpoint the endpoint decides
+    data["drivers"] = [{"driver": "claude-sonnet-4-5", "base_url": "http://127.0.0.1:9/v1"}]
+    assert len(expand(parse_matrix(data), "s")) == 4
+
+
 # --- studies --------------------------------------------------------------------------------
 
 

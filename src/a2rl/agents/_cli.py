@@ -189,6 +189,10 @@ class CLIAgent(Agent):
     """The instructions file the CLI reads from its working directory (CLAUDE.md, AGENTS.md…)."""
     default_driver: ClassVar[str]
     """Driver model used when --driver is not given."""
+    driver_pattern: ClassVar[str | None] = None
+    """Driver model names this CLI's own provider API serves (a regular expression matched at
+    the start, case-insensitive); None: any (a CLI that routes to many providers). Another
+    model needs a compatible endpoint (--driver-base-url) that serves it."""
 
     # ---- to implement per CLI -------------------------------------------------------------
     @abstractmethod
@@ -215,6 +219,18 @@ class CLIAgent(Agent):
                              self.parse_events(lines))
 
     # ---- shared ----------------------------------------------------------------------------
+    @classmethod
+    def driver_problem(cls, driver: str | None, base_url: str | None) -> str | None:
+        """Why this CLI cannot speak to `driver` (None: it can). With a base URL the endpoint
+        decides, so only the provider's own API is checked."""
+        import re
+
+        model = driver or cls.default_driver
+        if base_url or cls.driver_pattern is None or re.match(cls.driver_pattern, model, re.I):
+            return None
+        return (f"{cls.name} speaks its provider's API only, which does not serve driver "
+                f"{model!r} (it serves models matching {cls.driver_pattern!r})")
+
     def driver(self, ctx: AgentContext) -> str:
         return ctx.driver or self.default_driver
 

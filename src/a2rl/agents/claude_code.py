@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import ClassVar
 
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
@@ -66,6 +67,7 @@ class ClaudeCodeAgent(CLIAgent):
     memory_file = "CLAUDE.md"
     default_driver = "claude-sonnet-5-5"
     """What the pinned CLI itself resolves its `sonnet` alias to (first-party API)."""
+    driver_pattern: ClassVar[str | None] = r"(claude|sonnet|opus|haiku)"
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose"]

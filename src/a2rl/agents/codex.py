@@ -84,6 +84,7 @@ class CodexAgent(CLIAgent):
     memory_file: ClassVar[str | None] = "AGENTS.md"
     default_driver: ClassVar[str] = "gpt-6.2-sol"
     """The default model of codex-cli 0.171.0 (first entry of its bundled model catalog)."""
+    driver_pattern: ClassVar[str | None] = r"(gpt|o\d|codex)"
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         common = ["--json", "--dangerously-bypass-approvals-and-sandbox",

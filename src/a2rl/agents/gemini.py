@@ -58,7 +58,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
@@ -94,6 +94,7 @@ class GeminiAgent(CLIAgent):
     memory_file = "GEMINI.md"
     default_driver = "gemini-3.1-pro-preview"
     """The pinned CLI's newest Pro model (it maps gemini-3-pro-preview to it with API keys)."""
+    driver_pattern: ClassVar[str | None] = r"gemini"
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         return [exe, "--output-format", "stream-json", "--approval-mode", "yolo",

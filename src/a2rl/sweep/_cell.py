@@ -188,22 +188,17 @@ def _reason(code: int, error: str | None, log: Path) -> str:
 
 def _config(spec: CellSpec, sweep_dir: Path) -> RunConfig:
     from a2rl.runner import RunConfig
+    from a2rl.sweep._matrix import run_config_fields
 
-    r = spec.run
-    net: dict[str, Any] = {} if r.network is None else {"network": r.network}
+    extra: dict[str, Any] = run_config_fields(spec.run)
     if spec.scaffold is not None:
         from a2rl.scaffold import scaffold_config
 
-        net["scaffold"] = scaffold_config(spec.scaffold, dict(spec.scaffold_options))
+        extra["scaffold"] = scaffold_config(spec.scaffold, dict(spec.scaffold_options))
     return RunConfig(task=spec.task, task_params=dict(spec.task_options), agent=spec.agent,
                      agent_options=dict(spec.agent_options), model=spec.model, mode=spec.mode,
-                     budget_s=spec.budget_s, sandbox=r.sandbox, eval_timeout_s=r.eval_timeout,
-                     grace_s=r.grace, port=0, runs_dir=str(sweep_dir / "runs"),
-                     exec_trace=r.exec_trace, driver=spec.driver,
-                     driver_base_url=spec.driver_base_url, allow_hosts=list(r.allow_hosts),
-                     final=r.final, test_fraction=r.test_fraction,
-                     keep_artifacts=r.keep_artifacts, max_submissions=r.max_submissions,
-                     min_interval_s=r.min_interval, **net)
+                     budget_s=spec.budget_s, port=0, runs_dir=str(sweep_dir / "runs"),
+                     driver=spec.driver, driver_base_url=spec.driver_base_url, **extra)
 
 
 def _joined(job: Job) -> RunConfig:

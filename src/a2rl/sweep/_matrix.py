@@ -8,7 +8,7 @@ so editing resources or the backend keeps the finished cells, and adding repeats
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -134,32 +134,69 @@ class ModelEntry(_Strict):
 
 
 
-class RunOptions(_Strict):
-    """`a2rl run` options shared by every cell."""
+class _RunOptionsBase(_Strict):
+    """`a2rl run` options shared by every cell: every field of the run config that is not a
+    cell's own (task, agent, model, mode, budget, driver), from that one definition, so a new
+    run option is a sweep option. Durations are written as 12h, 30m, 90s or seconds."""
 
     sandbox: Literal["bwrap", "podman", "none"] = "bwrap"
     """Sandbox backend (none = unsandboxed, flagged)."""
     network: Literal["allowlist", "full", "none"] | None = None
     """Sandbox network (None: allowlist, or full without a sandbox)."""
-    allow_hosts: list[str] = Field(default_factory=list)
-    """--allow-host entries."""
+    eval_timeout: Duration = 3600.0
+    """Per-evaluation time limit (the run config's eval_timeout_s)."""
+    grace: Duration = Field(default=30.0, ge=0)
+    """Seconds between SIGTERM and SIGKILL at the budget's end (grace_s)."""
+    min_interval: Duration | None = None
+    """--min-interval (min_interval_s)."""
+    snapshot_every: Duration = 300.0
+    """Seconds between code snapshots (snapshot_every_s)."""
     final: Literal["off", "hidden"] = "off"
     """--final."""
     test_fraction: float = Field(default=0.5, gt=0, lt=1)
     """--test-fraction (final hidden)."""
-    eval_timeout: Duration = 3600.0
-    """Per-evaluation time limit."""
-    grace: float = Field(default=30.0, ge=0)
-    """Seconds between SIGTERM and SIGKILL at the budget's end."""
-    max_submissions: int | None = Field(default=None, ge=1)
-    """--max-submissions."""
-    min_interval: Duration | None = None
-    """--min-interval."""
-    keep_artifacts: Literal["all", "scored", "best"] = "scored"
-    """--keep-artifacts."""
-    exec_trace: bool = True
-    """Record the agent's programs (strace)."""
 
+
+# The run config's fields that each cell sets itself, or that the sweep sets for it.
+_PER_CELL = frozenset({"task", "tasks", "task_params", "agent", "agent_options", "model", "mode",
+                       "budget_s", "port", "runs_dir", "driver", "driver_base_url", "study",
+                       "scaffold"})
+# Run-config fields written in the matrix under a duration name (the sweep's spelling).
+_DURATION_NAMES = {"eval_timeout_s": "eval_timeout", "grace_s": "grace",
+                   "min_interval_s": "min_interval", "snapshot_every_s": "snapshot_every"}
+# Fields every cell id has always covered; the others join a cell's id only when set.
+_ID_RUN_FIELDS = frozenset({"sandbox", "network", "allow_hosts", "final", "test_fraction",
+                            "eval_timeout", "grace", "max_submissions", "min_interval",
+                            "keep_artifacts", "exec_trace"})
+
+
+def _run_options_model() -> type[_RunOptionsBase]:
+    from pydantic import create_model
+
+    from a2rl.records import RunConfig
+
+    fields: dict[str, Any] = {}
+    for name, info in RunConfig.model_fields.items():
+        if name in _PER_CELL or name in _DURATION_NAMES or name in _RunOptionsBase.model_fields:
+            continue
+        if info.is_required():
+            raise TypeError(f"RunConfig.{name} needs a default to be a sweep option")
+        fields[name] = (info.annotation, info)
+    return create_model("RunOptions", __base__=_RunOptionsBase, __module__=__name__,
+                        **fields)  # type: ignore[call-overload,no-any-return]
+
+
+if TYPE_CHECKING:  # the checker sees the fixed fields; the dynamic ones are read generically
+    RunOptions = _RunOptionsBase
+else:
+    RunOptions = _run_options_model()
+
+
+def run_config_fields(options: _RunOptionsBase) -> dict[str, Any]:
+    """The run-config fields a cell's `run:` options set (names as RunConfig spells them)."""
+    back = {v: k for k, v in _DURATION_NAMES.items()}
+    out = {back.get(k, k): v for k, v in options if not (k == "network" and v is None)}
+    return out
 
 
 class RayOptions(_Strict):
@@ -354,6 +391,9 @@ class CellSpec(BaseModel):
 def cell_id(spec: CellSpec) -> str:
     identity = spec.model_dump(mode="json", exclude={"resources", "agent_label",
                                                      "driver_label", "task_label"})
+    defaults = RunOptions()
+    identity["run"] = {k: v for k, v in identity["run"].items()
+                       if k in _ID_RUN_FIELDS or getattr(spec.run, k) != getattr(defaults, k)}
     if spec.scaffold is None:  # autonomous cells keep the ids they had before the axis existed
         identity.pop("scaffold")
         identity.pop("scaffold_options")
@@ -375,6 +415,7 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
         for model in matrix.models:
             for agent in matrix.agents:
                 for driver in agent.drivers if agent.drivers is not None else matrix.drivers:
+                    _check_stack(agent, driver)
                     for mode, scaffold in ((m, a) for m in matrix.modes
                                            for a in matrix.scaffolds):
                         for repeat in range(matrix.repeats):
@@ -396,6 +437,24 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
         raise A2RLError("the matrix lists the same cell twice (two equal entries)",
                         "remove the duplicate task, agent, driver, mode or model entry")
     return cells
+
+
+def _check_stack(agent: AgentEntry, driver: DriverEntry) -> None:
+    """Refuse an agent + driver pair (a "stack") whose CLI cannot speak to that driver."""
+    if agent.agent.startswith("cmd:"):
+        return
+    from a2rl.agents import CLIAgent, get_agent
+
+    instance = get_agent(agent.agent)
+    if not isinstance(instance, CLIAgent):
+        return
+    cls = type(instance)
+    problem = cls.driver_problem(driver.driver, driver.base_url)
+    if problem:
+        raise A2RLError(f"agent {agent.label!r} with driver {driver.label!r}: {problem}",
+                        f"give agent {agent.label!r} its own `drivers:` (e.g. "
+                        f"[{{driver: {cls.default_driver}}}]), list the pair under `stacks:`, or "
+                        "add a `base_url:` of a compatible endpoint that serves that model")
 
 
 def _fields_of(model: type[BaseModel]) -> str:

@@ -117,6 +117,20 @@ class Generator:
         self.engine.close()
 
 
+def generate_until(gen: Generator, rows: list[dict[str, Any]], deadline: float,
+                   temperature: float = 0.0, seed: int = 0, chunk: int = 16) -> list[str]:
+    """Completions for a prefix of `rows`, a chunk at a time, stopping at the first chunk that
+    would start after `deadline` (time.monotonic()): a slow or loaded machine shortens the pass
+    instead of eating the time that training and submitting need."""
+    outs: list[str] = []
+    for start in range(0, len(rows), chunk):
+        if outs and time.monotonic() >= deadline:
+            log(f"clock: stopped generating after {len(outs)} of {len(rows)} rows")
+            break
+        outs += gen(rows[start:start + chunk], temperature=temperature, seed=seed)
+    return outs
+
+
 def dev_score(completions: list[str], dev: list[dict[str, Any]],
               check: Callable[[str, dict[str, Any]], bool]) -> float:
     return 100.0 * sum(check(c, r) for c, r in zip(completions, dev, strict=True)) / max(1, len(dev))
@@ -165,10 +179,14 @@ def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
     plan_rate = args.gen_rate
     gen: Generator | None = None
     if check is not None:
+        # The base model's dev pass gets at most a fifth of the time left (the clock is read
+        # before it, so a loaded machine shortens the pass rather than the training).
+        left = remaining()
         gen = Generator(base, args.max_new_tokens)
         t0 = time.monotonic()
-        outs = gen(dev)
-        plan_rate = (time.monotonic() - t0) / max(1, len(dev))
+        outs = generate_until(gen, dev, t0 + 0.2 * max(0.0, left - args.margin))
+        plan_rate = (time.monotonic() - t0) / max(1, len(outs))
+        dev = dev[:len(outs)]
         base_dev = dev_score(outs, dev, check)
         log(f"base model on dev: {base_dev:.1f} ({plan_rate:.3f} s per item)")
         sc.journal("eval_result", f"base model on {len(dev)} dev rows (train rows set aside): "
@@ -181,9 +199,10 @@ def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
     if args.steps:  # a fixed amount of work, whatever the machine's speed
         plan = TimePlan(min(len(train_rows), args.gen_items) * passes, 0.0, 2, True)
     log(f"{left:.0f} s left: plan {plan}")
-    if not plan.feasible:
-        log("not enough time for even a short training run; stopping")
-        return
+    short = not plan.feasible
+    if short:  # still train what fits and submit it: a run must never end with nothing
+        log("short of time: one brief training run, submitted without a dev check")
+        dev = []
     if sc.components:
         strategy = recipe_strategy(recipe)
         dev_check_s = 1.3 * len(dev) * plan_rate
@@ -204,13 +223,21 @@ def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
         sc.answer_checkpoint(f"the plan ({recipe}) has not been tried yet")
 
     data = code / "train_data.jsonl"
-    if recipe == "rft":
+    if recipe == "rft" and not short:
         assert gen is not None
         n_questions = max(1, plan.generate_items // passes)
+        # Sampling may overrun its share by at most half of it before training starts.
+        deadline = time.monotonic() + 1.5 * plan.generate_items * plan_rate
         questions = train_rows[:n_questions]
-        samples = [[c] for c in gen(questions)]
+        samples = [[c] for c in generate_until(gen, questions, deadline)]
+        questions = questions[:len(samples)]
         for k in range(args.samples):
-            for i, c in enumerate(gen(questions, temperature=args.temperature, seed=k + 1)):
+            if time.monotonic() >= deadline:
+                break
+            outs = generate_until(gen, questions, deadline, temperature=args.temperature,
+                                  seed=k + 1)
+            questions, samples = questions[:len(outs)], samples[:len(outs)]
+            for i, c in enumerate(outs):
                 samples[i].append(c)
         targets = self_generated_targets(questions, samples)
         n_self = sum(t["source"] == "self" for t in targets)
@@ -246,6 +273,7 @@ def static(code: Path, args: argparse.Namespace, sc: ScaffoldClient) -> None:
         while n_cand > 1 and seconds < 30 * n_cand:
             n_cand -= 1
             seconds = left - args.margin - args.startup - n_cand * dev_check_s
+        seconds = max(seconds, 5.0)  # a few steps at least: something to submit
         out = "output/" + recipe
         cmd = train_cmd(script, base, data, out, args, seconds, n_cand)
         log("$ " + " ".join(cmd))
@@ -303,7 +331,7 @@ def judge(paths: list[str], dev: list[dict[str, Any]],
     """Each checkpoint's dev score, the last checkpoint first (when time runs out, the most
     trained one has been checked); unchecked ones are left out."""
     candidates: list[Candidate] = []
-    if check is None:
+    if check is None or not dev:
         return [Candidate(p, 0.0) for p in paths]
     for path in reversed(paths):
         if remaining() < dev_check_s + args.margin:
