@@ -21,7 +21,7 @@ install-vllm: $(VLLM_CPU_ENV)/a2rl-engine.json
 $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep]"
+	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep,tracking]"
 	bash scripts/ensure-system-deps.sh
 	touch $@
 

@@ -96,11 +96,16 @@ def test_reference_agent_trains_on_demonstrations(tmp_path: Path, tiny_model: Pa
 
 @needs_bwrap
 def test_reference_agent_submits_on_a_loaded_machine(tmp_path: Path, tiny_model: Path) -> None:
-    """Time-sized (no fixed steps) with a short budget and 8 busy processes on the machine's
-    cores: the agent reads the clock before each pass and submits before its budget ends."""
+    """Time-sized (no fixed steps) with a short budget and 8 busy processes beside it: the
+    agent reads the clock before each pass and submits before its budget ends. The run and the
+    busy processes share one core (a heavier load than 8 spread over two), so the rest of the
+    suite keeps the other cores."""
+    import os
     import subprocess
     import sys
 
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # inherited by the busy processes and the run
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(8)]
     try:
         # A dev split and a token limit that make the base model's dev pass alone longer than
@@ -113,6 +118,7 @@ def test_reference_agent_submits_on_a_loaded_machine(tmp_path: Path, tiny_model:
         for p in busy:
             p.kill()
             p.wait()
+        os.sched_setaffinity(0, cores)
     rd = run_dir_of(rec, tmp_path)
     transcript = (rd / "agent" / "transcript.log").read_text()
     assert rec.submissions, transcript[-3000:]

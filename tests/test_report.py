@@ -100,14 +100,15 @@ def test_agent_text_is_escaped_and_links_resolve(site: Path) -> None:
     page = (site / "runs" / "20260301-110000-cc-a.html").read_text()
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script>alert" not in page
-    # links into the run's records are relative and point at existing files
+    # every link is relative and stays inside the report folder; the records are text copies
     import re
 
-    links = re.findall(r'href="(\.\./[^"]+)"', page)
-    targets = [(site / "runs" / h).resolve() for h in links if not h.startswith("../assets")
-               and not h.endswith(".html") and "tables/" not in h]
-    assert any(t.name == "transcript.log" for t in targets)
-    assert all(t.exists() for t in targets)
+    links = re.findall(r'(?:href|src)="([^"#]+)"', page)
+    targets = [(site / "runs" / h).resolve() for h in links]
+    assert all(t.is_relative_to(site.resolve()) and t.exists() for t in targets), links
+    transcript = next(t for t in targets if t.name == "agent__transcript.log.txt")
+    assert transcript.read_text().endswith('<script>alert("agent text")</script>\n')
+    assert not any("workspace" in h for h in links)
     imported = next(site.glob("runs/ptb-*.html")).read_text()
     assert "imported from posttrainbench" in imported
     # the imported run's code snapshot (made by the importer) is copied in as text

@@ -617,60 +617,6 @@ def test_sweep_cli_reports_a_bad_matrix(tmp_path: Path) -> None:
     assert "unknown key slurm.partiton" in done.stderr and "partition" in done.stderr
 
 
-# --- tracker logging ------------------------------------------------------------------------
-
-
-class _FakeTracker:
-    """Records the calls a tracker module gets (W&B and MLflow shapes)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, Any]] = []
-        self.summary: dict[str, Any] = {}
-        self.id = "fake-1"
-        self.info = self
-        self.run_id = "fake-1"
-
-    # wandb
-    def init(self, **kw: Any) -> _FakeTracker:
-        self.calls.append(("init", kw))
-        return self
-
-    def log(self, data: dict[str, Any], step: int) -> None:
-        self.calls.append(("log", (step, data)))
-
-    def save(self, path: str, **kw: Any) -> None:
-        self.calls.append(("save", Path(path).name))
-
-    def finish(self) -> None:
-        self.calls.append(("finish", None))
-
-    # mlflow
-    def set_experiment(self, name: str) -> None:
-        self.calls.append(("experiment", name))
-
-    def set_tracking_uri(self, uri: str) -> None:
-        self.calls.append(("uri", uri))
-
-    def start_run(self, run_name: str) -> _FakeTracker:
-        self.calls.append(("start", run_name))
-        return self
-
-    def __enter__(self) -> _FakeTracker:
-        return self
-
-    def __exit__(self, *a: object) -> None:
-        self.calls.append(("end", None))
-
-    def log_params(self, params: dict[str, str]) -> None:
-        self.calls.append(("params", params))
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        self.calls.append(("metrics", (step, metrics)))
-
-    def log_artifact(self, path: str) -> None:
-        self.calls.append(("artifact", Path(path).name))
-
-
 def _fake_run(run_dir: Path) -> None:
     from a2rl._util import utcnow
     from a2rl.records import RunRecord
@@ -692,38 +638,3 @@ def _fake_run(run_dir: Path) -> None:
         best=dict(submission_id="s1", score=40.0), improvement=10.0))
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text(record.model_dump_json())
-
-
-@pytest.mark.parametrize("to", ["wandb", "mlflow"])
-def test_each_run_is_logged_to_a_tracker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         to: str) -> None:
-    import sys
-
-    from a2rl.sweep._matrix import LogOptions
-    from a2rl.sweep._tracking import log_run
-
-    fake = _FakeTracker()
-    monkeypatch.setitem(sys.modules, to, fake)
-    _fake_run(tmp_path / "r1")
-    run_id = log_run(tmp_path / "r1", LogOptions(to=to, project="p", mode="offline",  # type: ignore[arg-type]
-                                                 tracking_uri="file:///tmp/x"))
-    assert run_id == "fake-1"
-    calls = dict((name, arg) for name, arg in fake.calls if name not in ("save", "artifact"))
-    if to == "wandb":
-        assert calls["init"]["project"] == "p" and calls["init"]["mode"] == "offline"
-        assert calls["init"]["config"]["task_params.heldout_seed"] == "hmac:abc"
-        assert calls["log"] == (0, {"score": 40.0, "seq": 1.0, "improvement": 10.0,
-                                    "elapsed_h": 0.5})
-        assert fake.summary == {"submissions": 1.0, "baseline": 30.0, "best": 40.0,
-                                "improvement": 10.0}
-        assert ("save", "run.json") in fake.calls and calls["finish"] is None
-    else:
-        assert calls["experiment"] == "p" and calls["uri"] == "file:///tmp/x"
-        assert calls["start"] == "r1" and calls["params"]["mode"] == "free"
-        metrics = [arg for name, arg in fake.calls if name == "metrics"]
-        assert metrics[0] == (0, {"score": 40.0, "seq": 1.0, "improvement": 10.0,
-                                  "elapsed_h": 0.5})
-        assert metrics[-1][1]["best"] == 40.0 and ("artifact", "run.json") in fake.calls
-    monkeypatch.setitem(sys.modules, to, None)  # an import of it now fails
-    with pytest.raises(A2RLError, match="not installed"):
-        log_run(tmp_path / "r1", LogOptions(to=to))  # type: ignore[arg-type]

@@ -9,7 +9,6 @@ the operator's console.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,9 +35,10 @@ _LOG_WIDTH = 100_000
 
 def make_console(**kwargs: object) -> Console:
     """A console at the terminal's width, or at an unlimited width when stdout is not a terminal
-    and COLUMNS is unset, so `a2rl runs list | cat` prints every number whole."""
+    (a pipe, a log file: an inherited COLUMNS describes some other terminal), so
+    `a2rl runs list | cat` prints every number whole."""
     console = Console(**kwargs)  # type: ignore[arg-type]
-    if not console.is_terminal and "COLUMNS" not in os.environ:
+    if not console.is_terminal:
         console = Console(width=_LOG_WIDTH, **kwargs)  # type: ignore[arg-type]
     return console
 
@@ -165,14 +165,14 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     if b is not None and b.score is not None and b.score == b.score:  # NaN: imported, none
         ci = "" if b.ci_low is None or b.ci_high is None else \
             f" [{b.ci_low:.2f}, {b.ci_high:.2f}] (95% CI, {b.n_items} items)"
-        head.add_row("baseline", _fmt(b.score) + ci)
+        head.add_row("baseline", _fmt(b.score) + ci + _unseen(b.unseen_score, b.n_unseen))
     else:
         head.add_row("baseline", "not recorded (no improvement can be computed)")
     dev = " on the dev split" if c.final == "hidden" else ""
     if record.best:
         gain = "" if record.improvement is None else f", improvement {record.improvement:+.2f}{dev}"
         head.add_row("best", f"[bold]{_fmt(record.best.score)}[/] ({safe(record.best.submission_id)})"
-                     + gain)
+                     + gain + _unseen(record.best.unseen_score, None))
     else:
         head.add_row("best", "no valid submission")
     if c.final == "hidden":
@@ -216,6 +216,14 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
                           "—" if s.improvement is None else f"{s.improvement:+.2f}",
                           _fmt(s.eval_seconds), safe(note[:120]))
         console.print(table)
+
+
+def _unseen(score: float | None, n: int | None) -> str:
+    """The score on the held-out items not in the train-visible data, when the task measures
+    that overlap."""
+    if score is None:
+        return ""
+    return f"; unseen items {_fmt(score)}" + (f" ({n} items not in the train data)" if n else "")
 
 
 def _read_analysis(run_dir: Path) -> RunAnalysis | None:

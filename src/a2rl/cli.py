@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from a2rl.records import TrackingConfig
     from a2rl.runner._prune import RunEntry
 
 app = typer.Typer(help="a2rl: can LLM coding agents engineer LLM post-training? "
@@ -113,6 +114,13 @@ def run(
                                          "(unsandboxed, recorded).")] = "bwrap",
     allow_host: Annotated[list[str] | None, typer.Option(
         help="Network allowlist: also allow this host (host, host:port or *.domain).")] = None,
+    agent_procs: Annotated[int | None, typer.Option(help="Most processes and threads the "
+                                                    "agent may have (default 4096).")] = None,
+    agent_memory: Annotated[str | None, typer.Option(help="The agent's memory limit, e.g. "
+                            "64G (default: twice the physical memory as address space; "
+                            "unlimited address space with GPUs).")] = None,
+    agent_file_size: Annotated[str | None, typer.Option(help="Largest file the agent may "
+                               "write, e.g. 500G (default 256G).")] = None,
     port: Annotated[int, typer.Option(help="Grader port (0 = pick a free one).")] = 0,
     eval_timeout: Annotated[str, typer.Option(help="Per-evaluation time limit.")] = "1h",
     grace: Annotated[float, typer.Option(help="Seconds between SIGTERM and SIGKILL.")] = 30.0,
@@ -172,9 +180,19 @@ def run(
             grading={**_grading_options(final, test_fraction, keep_artifacts, max_submissions,
                                         min_interval),
                      **_engine_options(engine, eval_gpus, vllm_memory),
+                     **_limit_options(agent_procs, agent_memory, agent_file_size),
                      **_scaffold_option(scaffold, scaffold_opt)},
             agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
             study=study, log_to=log_to)
+
+
+def _limit_options(procs: int | None, memory: str | None,
+                   file_size: str | None) -> dict[str, object]:
+    """--agent-procs/--agent-memory/--agent-file-size as RunConfig fields (checked here)."""
+    from a2rl.sandbox._limits import Limits
+
+    Limits.from_options(procs, memory, file_size)
+    return {"agent_procs": procs, "agent_memory": memory, "agent_file_size": file_size}
 
 
 def _scaffold_option(components: str | None, options: list[str] | None) -> dict[str, object]:
@@ -238,10 +256,8 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             grading: dict[str, object] | None = None,
             agent_dirs: list[str] | None = None, study: str | None = None,
             log_to: str | None = None) -> object:
-    from rich.console import Console
-
     from a2rl._errors import A2RLError
-    from a2rl._report_console import show_run
+    from a2rl._report_console import make_console, show_run
     from a2rl._util import parse_duration
     from a2rl.runner import RunConfig
     from a2rl.runner import run as run_fn
@@ -272,13 +288,13 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
-                       agent_dirs=list(agent_dirs or []),
+                       agent_dirs=list(agent_dirs or []), tracking=_tracking(log_to),
                        **net, **(grading or {}))  # type: ignore[arg-type]
     if study:
         from a2rl.sweep import find_study, join_study
 
         config = join_study(config, find_study(study)[0])
-    console = Console()
+    console = make_console()
     if tasks:
         from a2rl.runner import run_multi
 
@@ -286,22 +302,32 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
     else:
         records = [run_fn(config, console=console, echo_agent=echo_agent)]
     for record in records:
-        console.rule(f"result: {record.config.task}")
+        if console.is_terminal:
+            console.rule(f"result: {record.config.task}")
+        else:  # a log: a rule as wide as the longest line is noise
+            console.print(f"── result: {record.config.task} ──", markup=False)
         show_run(record, console, Path(config.runs_dir) / record.config.task / record.run_id)
-        if log_to:
-            from a2rl.sweep._matrix import LogOptions
-            from a2rl.sweep._tracking import log_run
-
-            tracked = log_run(Path(config.runs_dir) / record.config.task / record.run_id,
-                              LogOptions(to=log_to))  # type: ignore[arg-type]
-            console.print(f"logged to {log_to}: {tracked}", markup=False)
     return records[0]
+
+
+def _tracking(log_to: str | None) -> TrackingConfig | None:
+    """--log-to as the run config's tracker, checked (package, key, store) before the run
+    folder exists."""
+    if log_to is None:
+        return None
+    from a2rl.records import TrackingConfig
+    from a2rl.tracking import check_tracking
+
+    cfg = TrackingConfig(to=log_to)  # type: ignore[arg-type]
+    check_tracking(cfg)
+    return cfg
 
 
 @app.command()
 def sweep(
     target: Annotated[list[str], typer.Argument(
-        help="MATRIX.yaml to run or resume, or `status DIR` to show a sweep's cells.")],
+        help="MATRIX.yaml to run or resume, `plan MATRIX.yaml` to list its cells without "
+             "starting any, or `status DIR` to show a sweep's cells.")],
     dir: Annotated[Path | None, typer.Option("--dir", help="Sweep directory (default "
                                              "sweeps/<name>); runs go to DIR/runs.")] = None,
     backend: Annotated[str | None, typer.Option(help="local, ray or slurm (overrides the "
@@ -312,16 +338,24 @@ def sweep(
 ) -> None:
     """Run a matrix of cells (tasks × agents × drivers × modes × models × repeats) on a local
     pool, Ray or Slurm; `a2rl sweep status DIR` shows each cell's state. Rerunning resumes."""
-    from rich.console import Console
-
     from a2rl._errors import A2RLError
+    from a2rl._report_console import make_console
     from a2rl.sweep import load_matrix, run_sweep, show_status
 
     if target[0] == "status":
         if len(target) != 2:
             raise A2RLError("`a2rl sweep status` takes one sweep directory",
                             "a2rl sweep status sweeps/NAME")
-        show_status(Path(target[1]), Console())
+        show_status(Path(target[1]), make_console())
+        return
+    if target[0] == "plan":
+        if len(target) != 2:
+            raise A2RLError("`a2rl sweep plan` takes one matrix file",
+                            "a2rl sweep plan examples/sweeps/slurm.yaml [--dir SWEEP_DIR]")
+        from a2rl.sweep._plan import plan, show_plan
+
+        planned = load_matrix(Path(target[1]))
+        show_plan(planned, plan(planned, dir), make_console())
         return
     if len(target) != 1:
         raise A2RLError(f"a2rl sweep takes one matrix file (got {len(target)} arguments)",
@@ -332,11 +366,13 @@ def sweep(
             raise A2RLError(f"unknown --backend {backend!r}", "use local, ray or slurm")
         matrix.backend = backend  # type: ignore[assignment]
     if log_to is not None:
-        from a2rl.sweep._matrix import LogOptions
-
         if log_to not in ("wandb", "mlflow"):
             raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
-        matrix.log = LogOptions(to=log_to)  # type: ignore[arg-type]
+        matrix.log = _tracking(log_to)
+    elif matrix.log is not None:
+        from a2rl.tracking import check_tracking
+
+        check_tracking(matrix.log)
     summary = run_sweep(matrix, dir or Path("sweeps") / (matrix.name or "sweep"),
                         max_parallel=max_parallel, retry_failed=retry_failed)
     if summary.failed:
@@ -393,24 +429,33 @@ def runs_list(runs_dir: RunsDir = None,
         for path, why in bad:  # stderr, so the table on stdout stays machine-readable
             typer.echo(f"unreadable run {path}: {why}", err=True)
         return
-    from rich.console import Console
+    from a2rl._report_console import list_runs, make_console
 
-    from a2rl._report_console import list_runs
-
-    list_runs(_runs_dir(runs_dir), Console())
+    list_runs(_runs_dir(runs_dir), make_console())
 
 
 @runs_app.command("show")
 def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
               runs_dir: RunsDir = None) -> None:
-    """Everything recorded about one run."""
-    from rich.console import Console
-
-    from a2rl._report_console import show_run
+    """Everything recorded about one run (a multi run: each of its tasks' runs)."""
+    from a2rl._report_console import make_console, show_run
     from a2rl.runner import load_run
 
-    path = _find_run(run, runs_dir)
-    show_run(load_run(path), Console(), path)
+    console = make_console()
+    for path in _multi_members(run, runs_dir) or [_find_run(run, runs_dir)]:
+        show_run(load_run(path), console, path)
+
+
+def _multi_members(run: str, runs_dir: Path | None) -> list[Path]:
+    """The task runs of multi run `run` (runs/multi/<id>/ or its path), inside the runs dir;
+    [] when `run` is no multi run."""
+    given = Path(run)
+    root = given if (given / "multi.json").is_file() else _runs_dir(runs_dir) / "multi" / run
+    if not (root / "multi.json").is_file():
+        return []
+    runs = root.parent.parent
+    return sorted(p.parent for p in runs.glob(f"*/{root.name}/run.json")
+                  if p.parent.parent.name != "multi" and not p.parent.is_symlink())
 
 
 @runs_app.command("repair")
@@ -418,16 +463,17 @@ def runs_repair(run: Annotated[str, typer.Argument(help="Run id, or path to a ru
                 runs_dir: RunsDir = None) -> None:
     """Close the record of a run whose harness died (SIGKILL, out of memory, a lost node):
     submissions and best from its ledger, exit reason harness_died, leftover processes killed."""
-    from rich.console import Console
-
-    from a2rl._report_console import show_run
+    from a2rl._report_console import make_console, show_run
     from a2rl.runner._lifecycle import repair_run
 
     path = _find_run(run, runs_dir)
-    record, killed = repair_run(path)
-    console = Console()
+    notes: list[str] = []
+    record, killed = repair_run(path, notes)
+    console = make_console()
     console.print(f"repaired {path}" + (f"; killed {len(killed)} leftover process(es)"
                                          if killed else ""), highlight=False, markup=False)
+    for note in notes:  # what a record asked to signal but could not be proven the run's
+        console.print(f"  {note}", highlight=False, markup=False)
     show_run(record, console, path)
 
 
@@ -485,18 +531,17 @@ def runs_prune(
 
 def _remove_runs(entries: list[RunEntry], base: Path, *, dry_run: bool, yes: bool) -> None:
     from a2rl._errors import A2RLError
-    from a2rl.runner._prune import group, remove
+    from a2rl.runner._prune import plan, remove
 
-    paths: list[Path] = []
-    for e in entries:
-        for p in group(e, base):
-            if p not in paths:
-                paths.append(p)
+    # records name the folders of a multi run: only real folders inside the runs dir go
+    paths, refused = plan(entries, base)
     for e in entries:
         typer.echo(f"{'would remove' if dry_run else 'remove'} {e.label()}")
     extra = [p for p in paths if p not in {e.path for e in entries}]
     for p in extra:
         typer.echo(f"  with {p} (same multi run)")
+    for why in refused:
+        typer.echo(f"  refused: {why}", err=True)
     if dry_run:
         return
     if not yes:
@@ -506,8 +551,13 @@ def _remove_runs(entries: list[RunEntry], base: Path, *, dry_run: bool, yes: boo
         if not typer.confirm(f"delete {len(paths)} folder(s) for good?", default=False):
             typer.echo("nothing removed")
             raise typer.Exit(1)
-    remove(paths)
-    typer.echo(f"removed {len(entries)} run(s)")
+    late = [w for w in remove(paths, base) if w not in refused]
+    for why in late:
+        typer.echo(f"  refused: {why}", err=True)
+    gone = sum(1 for e in entries if not (e.path.exists() or e.path.is_symlink()))
+    typer.echo(f"removed {gone} run(s)")
+    if refused or late:
+        raise typer.Exit(1)  # something asked for was left in place: say so in the status
 
 
 def _find_run(run: str, runs_dir: Path | None) -> Path:
@@ -527,10 +577,8 @@ def _find_run(run: str, runs_dir: Path | None) -> Path:
 def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
             runs_dir: RunsDir = None) -> None:
     """(Re)compute summary.md, summary.jsonl and analysis.json of a run from its records."""
-    from rich.console import Console
-
     from a2rl._errors import A2RLError
-    from a2rl._report_console import safe
+    from a2rl._report_console import make_console, safe
     from a2rl.analysis import analyze_run
     from a2rl.grader import restore_task
     from a2rl.runner import load_run
@@ -542,10 +590,10 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
         try:
             heldout = restore_task(record.task.name, record.task.params).heldout_items()
         except A2RLError as exc:  # e.g. a hub task analysed offline
-            Console(stderr=True).print(f"[yellow]held-out items unavailable "
+            make_console(stderr=True).print(f"[yellow]held-out items unavailable "
                                        f"({safe(exc.message)}); contamination is not checked[/]")
     analysis = analyze_run(path, heldout=heldout)
-    console = Console()
+    console = make_console()
     console.print(safe(f"route {analysis.route}; methods "
                        f"{', '.join(analysis.methods_attempted) or 'none'}; "
                        f"{len(analysis.findings)} finding(s)"), highlight=False)
@@ -562,12 +610,11 @@ app.add_typer(import_app, name="import")
 
 
 def _imported(path: Path, analyze_after: bool) -> None:
-    from rich.console import Console
-
+    from a2rl._report_console import make_console
     from a2rl.records import load_run
 
     record = load_run(path)
-    console = Console(markup=False)  # imported records quote another harness's text
+    console = make_console(markup=False)  # imported records quote another harness's text
     info = record.imported
     console.print(f"imported {record.run_id} ({info.harness if info else '?'}): "
                   f"{len(record.submissions)} submission(s), best "
@@ -575,6 +622,8 @@ def _imported(path: Path, analyze_after: bool) -> None:
                   f"{record.agent_events} ({info.agent_format if info else None})", highlight=False)
     for item in info.unrecovered if info else []:
         console.print(f"  not recovered: {item}", highlight=False)
+    for item in info.refused if info else []:  # links, special files, oversized files
+        console.print(f"  refused: {item}", highlight=False)
     console.print(f"wrote {path}")
     if analyze_after:
         from a2rl.analysis import analyze_run
@@ -728,9 +777,8 @@ def rollout(
     import os
     import sys
 
-    from rich.console import Console
-
     from a2rl._errors import A2RLError
+    from a2rl._report_console import make_console
     from a2rl.models import check_model_dir
     from a2rl.tasks import EPISODES_FILE, InteractiveTask, get_task
 
@@ -767,7 +815,7 @@ def rollout(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(tr.model_dump_json() + "\n" for tr in trajectories))
     k = len(trajectories)
-    Console().print(f"{k} episodes, success {sum(tr.success for tr in trajectories)}/{k}, mean "
+    make_console().print(f"{k} episodes, success {sum(tr.success for tr in trajectories)}/{k}, mean "
                     f"reward {sum(tr.reward for tr in trajectories) / max(1, k):.3f} → {out}")
 
 
@@ -879,12 +927,10 @@ def tasks_list() -> None:
 @tasks_app.command("show")
 def tasks_show(task: Annotated[str, typer.Argument(help="Task name (a2rl tasks list).")]) -> None:
     """A task's options (--task-opt key=value): type, default and what each one does."""
-    from rich.console import Console
-
-    from a2rl._report_console import show_task_options
+    from a2rl._report_console import make_console, show_task_options
     from a2rl.tasks import task_class
 
-    show_task_options(task_class(task), Console())
+    show_task_options(task_class(task), make_console())
 
 
 @agents_app.callback(invoke_without_command=True)
@@ -900,9 +946,9 @@ def agents_list() -> None:
     credentials it reads (which of them are set)."""
     import os
 
-    from rich.console import Console
     from rich.table import Table
 
+    from a2rl._report_console import make_console
     from a2rl.agents import get_agent, list_agents
     from a2rl.agents._cli import CLIAgent, is_installed
 
@@ -920,7 +966,7 @@ def agents_list() -> None:
                           f"no (a2rl agents install {name})", creds, agent.description)
         else:
             table.add_row(name, "(built in)", "yes", "none", agent.description)
-    Console().print(table)
+    make_console().print(table)
 
 
 @agents_app.command("install")
@@ -997,10 +1043,11 @@ def main() -> None:
     try:
         app()
     except A2RLError as exc:
-        from rich.console import Console
         from rich.markup import escape
 
-        err = Console(stderr=True)  # messages may hold [brackets] (lists, actions): not markup
+        from a2rl._report_console import make_console
+
+        err = make_console(stderr=True)  # messages may hold [brackets] (lists, actions): not markup
         err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
         if exc.fix:
             err.print(f"[bold]fix:[/] {escape(exc.fix)}", highlight=False)

@@ -512,6 +512,18 @@ def _submissions(run_dir: Path, run: RunRecord) -> list[SubmissionRecord]:
     return [r for r in subs if r.split != "test"]
 
 
+def _measured_seen(run: RunRecord) -> set[str] | None:
+    """Keyed ids of the held-out items the task measured in its train-visible data, from the
+    baseline's per-item record (None when the task does not measure that overlap)."""
+    if run.baseline is None:
+        return None
+    parts = [v for v in (run.baseline.items, run.baseline.test_items)
+             if v is not None and v.keys is not None and v.seen is not None]
+    if not parts:
+        return None
+    return {k for v in parts for k, s in zip(v.keys or [], v.seen or [], strict=True) if s}
+
+
 def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
     """Compute the analysis of a finished run and (re)write summary.jsonl, summary.md and
     analysis.json from scratch."""
@@ -624,7 +636,8 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
                      data_texts=data_files(run_dir / "workspace"), heldout=heldout or [],
-                     train_texts=train_visible_files(run_dir / "workspace"))
+                     train_texts=train_visible_files(run_dir / "workspace"),
+                     seen=_measured_seen(run))
     findings = _drop_base_model_loads(findings, run)
     if not run.sandboxed and run.imported is not None:
         findings.append(Finding(

@@ -252,15 +252,133 @@ def _check_headers(folder: Path, shown: str) -> None:
             pass  # check_model_dir names this one
 
 
+INDEX_SUFFIX = ".safetensors.index.json"
+_PATH_FIELDS = ("tokenizer_file", "vocab_file", "merges_file", "spm_file", "sp_model_file")
+"""tokenizer_config.json fields that name a file to load: transformers opens the value as a
+path, so only the bare name of a file in the snapshot is allowed."""
+
+
+def _load_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None  # malformed files are check_model_dir's to name
+
+
+def _bare_name(value: object) -> bool:
+    """A plain file name: no folder part, not `.`/`..`, nothing a loader would join as a path."""
+    return (isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
+            and "\\" not in value and "\0" not in value and value.isprintable())
+
+
+def check_references(folder: Path, shown: str) -> None:
+    """Refuse a checkpoint whose files name other files to load, unless each is a plain name of a
+    regular file in the same folder: the loaders join such names onto the folder, so an absolute
+    path or `..` would make the evaluator read weights the snapshot does not hold (a workspace
+    file the agent rewrites after submitting, the run's own artifacts, a fifo or a device).
+
+    Checked here: the weight index's `weight_map` (transformers and vLLM open every shard it
+    names), and that the weight files are exactly what it names (or model.safetensors alone
+    without an index), so the weights hash covers what is loaded; a single-file checkpoint
+    next to an index (the two engines would load different weights); PEFT adapter files next
+    to full weights (transformers would load the base named by `base_model_name_or_path` from
+    anywhere); tokenizer_config.json's file fields. Safe as they are: config.json's
+    `_name_or_path` (replaced by the folder on load) and `auto_map` (remote code is never
+    trusted, so it is not imported)."""
+    names = {p.name for p in folder.iterdir()}
+    indexes = sorted(n for n in names if n.endswith(INDEX_SUFFIX))
+    if len(indexes) > 1:
+        raise _reject(f"{shown} holds several weight indexes ({', '.join(indexes)})",
+                      "save the model into an empty folder (one model.safetensors.index.json)")
+    if indexes and "model.safetensors" in names:
+        raise _reject(f"{shown} holds both model.safetensors and {indexes[0]}: the engines "
+                      "would not load the same weights",
+                      "save the model into an empty folder (stale files of an earlier save)")
+    if not indexes:
+        stray = sorted(n for n in names if n.endswith(".safetensors") and n != "model.safetensors")
+        if stray:
+            raise _reject(f"{shown} holds weight files without an index "
+                          f"({clean_path_text(', '.join(stray))}): transformers loads only "
+                          "model.safetensors, vLLM every file, so they would not score the "
+                          "same weights",
+                          "save the model into an empty folder with save_pretrained")
+    for index in indexes:
+        data = _load_json(folder / index)
+        wmap = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(wmap, dict) or not wmap:
+            raise _reject(f"{shown}/{index} has no weight_map naming the shards",
+                          "save the model again with save_pretrained")
+        for shard in sorted({str(v) if isinstance(v, str) else repr(v) for v in wmap.values()}):
+            if not _bare_name(shard):
+                raise _reject(f"{shown}/{index} names the shard {clean_path_text(shard)!r}, "
+                              "which is not a file in the submitted folder (only plain file "
+                              "names are loaded, no paths)",
+                              "put every shard in the submitted folder and name it by its file "
+                              "name in the index, as save_pretrained does")
+            if not shard.endswith(".safetensors") or shard not in names:
+                raise _reject(f"{shown}/{index} names the shard {clean_path_text(shard)!r}, "
+                              "which is not a .safetensors file of the submitted folder",
+                              "save every shard the index names into the submitted folder")
+        unnamed = sorted(n for n in names if n.endswith(".safetensors")
+                         and n not in set(wmap.values()))
+        if unnamed:
+            raise _reject(f"{shown} holds weights its index does not name "
+                          f"({clean_path_text(', '.join(unnamed))}); no engine loads them",
+                          "remove stale shards and save the model again into an empty folder")
+    adapter = sorted(n for n in names if n == "adapter_config.json" or
+                     n.startswith("adapter_model"))
+    if adapter:
+        raise _reject(f"{shown} holds full weights and PEFT adapter files "
+                      f"({', '.join(adapter)}); the loader would apply the adapter to the base "
+                      "model its adapter_config.json names",
+                      "merge the adapter (merge_and_unload) and save only the full model")
+    tok = _load_json(folder / "tokenizer_config.json") if "tokenizer_config.json" in names \
+        else None
+    if isinstance(tok, dict):
+        for field in _PATH_FIELDS:
+            value = tok.get(field)
+            if value is not None and not (_bare_name(value) and value in names):
+                raise _reject(f"{shown}/tokenizer_config.json field {field!r} names "
+                              f"{clean_path_text(value)!r}, which is not a file of the "
+                              "submitted folder",
+                              f"remove {field!r} from tokenizer_config.json or name a file "
+                              "of the folder (tokenizer.save_pretrained writes it so)")
+
+
+def verify_snapshot(folder: Path) -> None:
+    """What the evaluation child checks before it loads a snapshot: every entry a regular file
+    (no symlink, fifo or device, so nothing the loaders open blocks or leaves the folder) and
+    every file reference inside it (see check_references). Raises SubmissionRejected."""
+    for entry in os.scandir(folder):
+        st = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise _reject(f"snapshot entry {clean_path_text(entry.name)} is not a regular file",
+                          "submit a folder of real files")
+    check_references(folder, folder.name)
+
+
 def _scrub(text: str, staging: Path, shown: str) -> str:
     return text.replace(str(staging), shown)
 
 
+_READ_SUFFIXES = (".json", ".jinja", ".txt", ".model", ".tiktoken")
+
+
+def evaluator_reads(name: str) -> bool:
+    """Whether the evaluator's loaders may open this top-level file of a checkpoint: the weights,
+    config and generation config, the weight index, tokenizer files and chat templates (the
+    kinds a2rl takes of a hub model). README.md, training_args.bin, optimizer states or scripts
+    are never opened, so they do not move the content key."""
+    return name.endswith(".safetensors") or name.endswith(_READ_SUFFIXES) \
+        or name.startswith("tokenizer")
+
+
 def content_key_of(weights: str, file_hashes: dict[str, str]) -> str:
-    """Content key: the weights hash plus every non-weights file's bytes (by name)."""
+    """Content key: the weights hash plus the bytes (by name) of every other file the evaluator
+    may open (evaluator_reads); two folders with one key load the same model."""
     return stable_hash({"weights": weights,
                         "files": {n: h for n, h in file_hashes.items()
-                                  if not n.endswith(".safetensors")}})
+                                  if evaluator_reads(n) and not n.endswith(".safetensors")}})
 
 
 def folder_content_key(folder: Path, weights: str) -> str:
@@ -330,6 +448,7 @@ def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_by
             raise _reject(f"{shown} could not be copied ({exc.strerror})",
                           "submit a folder that is not being written to") from None
         _check_headers(staging, shown)
+        check_references(staging, shown)
         try:
             check_model_dir(staging)
             artifact_hash = weights_hash(staging)

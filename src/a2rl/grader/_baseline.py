@@ -19,7 +19,7 @@ from a2rl.grader._evaluation import (
     read_item_values,
     run_evaluation,
 )
-from a2rl.grader._items import ItemValues
+from a2rl.grader._items import ItemValues, unseen_score
 from a2rl.grader._records import FinalMode
 from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import score_interval
@@ -86,6 +86,7 @@ def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_
                                    on_progress)
     path = key.result() if key is not None else path
     interval = score_interval(items.values, outcome.score) if items else None
+    unseen = unseen_score(items) if items else None
     fields: dict[str, object] = {}
     if final == "hidden":
         test, test_items = _evaluate(task, model, eval_dir.with_name(eval_dir.name + "-test"),
@@ -102,6 +103,8 @@ def score_baseline(task: Task, model: ResolvedModel, eval_dir: Path, *, timeout_
                             ci_low=interval.low if interval else None,
                             ci_high=interval.high if interval else None,
                             ci_method=interval.method if interval else None, items=items,
+                            unseen_score=unseen[0] if unseen else None,
+                            n_unseen=unseen[1] if unseen else None,
                             **fields)  # type: ignore[arg-type]
     assert path is not None
     atomic_write_text(path, record.model_dump_json(indent=2))

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from a2rl.grader._artifact import verify_snapshot
 from a2rl.grader._evaluation import EvalJob
-from a2rl.grader._items import SplitError, item_values, restrict_to_split
+from a2rl.grader._items import SplitError, heldout_seen, item_values, restrict_to_split
 from a2rl.inference._registry import select as select_engine
 from a2rl.tasks import task_from_spec
 
@@ -51,6 +52,10 @@ def main(source: str) -> None:
         channel.write(json.dumps({"done": done, "total": total}) + "\n")
         channel.flush()
 
+    # The loaders open whatever files the snapshot names; it was checked when it was taken, and
+    # is checked again here so that no file outside it is ever read (see _artifact).
+    if job.snapshot:
+        verify_snapshot(Path(job.model_dir))
     outcome = task.evaluate(Path(job.model_dir),
                             chat_template_from=Path(job.chat_template_from)
                             if job.chat_template_from else None,
@@ -64,7 +69,8 @@ def main(source: str) -> None:
     with (out / "details.jsonl").open("w") as fh:
         for row in outcome.details:
             fh.write(json.dumps(row) + "\n")
-    (out / "items.json").write_text(item_values(outcome, items).model_dump_json())
+    (out / "items.json").write_text(
+        item_values(outcome, items, heldout_seen(task, items)).model_dump_json())
     (out / "outcome.json").write_text(outcome.model_copy(update={"details": []}).model_dump_json())
 
 

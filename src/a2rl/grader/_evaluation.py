@@ -48,6 +48,9 @@ class EvalJob(BaseModel):
     engine: EngineInfo | None = None
     """The engine the child generates with, its interpreter and devices (None: the one
     selected in this process by the run, else transformers in a2rl's environment)."""
+    snapshot: bool = False
+    """model_dir is a submission's snapshot: the child checks it holds only regular files that
+    name no file outside it before loading (a2rl.grader._artifact.verify_snapshot)."""
 
 
 class EvalFailed(Exception):

@@ -27,10 +27,11 @@ from a2rl.grader._artifact import (
 )
 from a2rl.grader._baseline import BaselineRecord
 from a2rl.grader._evaluation import EvalFailed, EvalJob, read_item_values, run_evaluation
-from a2rl.grader._items import ItemValues
+from a2rl.grader._items import ItemValues, unseen_score
 from a2rl.grader._ledger import Ledger
 from a2rl.grader._records import (
     TERMINAL_STATUSES,
+    BestSoFar,
     FinalDesignation,
     FinalMode,
     FinalResult,
@@ -265,6 +266,8 @@ class Grader:
                                improvement=0.0, eval_seconds=0.0, n_items=self.baseline.n_items,
                                ci_low=self.baseline.ci_low, ci_high=self.baseline.ci_high,
                                ci_method=self.baseline.ci_method, significant=False,
+                               unseen_score=self.baseline.unseen_score,
+                               n_unseen=self.baseline.n_unseen,
                                note="these files are identical to the base model; "
                                     "it scores the baseline")
             if final:
@@ -327,7 +330,10 @@ class Grader:
         if values and values.keys and base and base.keys:
             paired = paired_difference(dict(zip(values.keys, values.values, strict=True)),
                                        dict(zip(base.keys, base.values, strict=True)))
+        unseen = unseen_score(values) if values else None
         return {"n_items": outcome.n_items,
+                "unseen_score": unseen[0] if unseen else None,
+                "n_unseen": unseen[1] if unseen else None,
                 "ci_low": interval.low if interval else None,
                 "ci_high": interval.high if interval else None,
                 "ci_method": interval.method if interval else None,
@@ -338,7 +344,7 @@ class Grader:
                        chat_template_from=str(self.base.path),
                        out_dir=str(self.run_dir / "evals" / rec.id), split=split,
                        test_fraction=self.config.test_fraction,
-                       secret_fields=sorted(secret_fields(self.task.params)))
+                       secret_fields=sorted(secret_fields(self.task.params)), snapshot=True)
 
     def _evaluate(self, rec: SubmissionRecord) -> None:
         assert rec.content_key and rec.artifact_dir
@@ -348,7 +354,8 @@ class Grader:
                          score=earlier.score, improvement=round(earlier.score - rec.baseline, 4),
                          eval_seconds=0.0, n_items=earlier.n_items, ci_low=earlier.ci_low,
                          ci_high=earlier.ci_high, ci_method=earlier.ci_method,
-                         significant=earlier.significant)
+                         significant=earlier.significant, unseen_score=earlier.unseen_score,
+                         n_unseen=earlier.n_unseen)
             return
         job = self._job(rec, rec.artifact_dir, rec.split)
         start = time.monotonic()
@@ -553,10 +560,17 @@ class Grader:
         """What the agent may be shown: every record except the hidden test evaluation."""
         return [r for r in self.ledger.records() if r.split != "test"]
 
+    def _public_best(self) -> BestSoFar | None:
+        """The best submission as the agent may see it: without the unseen-items score, whose
+        gap to the score would tell how the model does on the train-visible held-out items."""
+        best = self.ledger.best()
+        return best.model_copy(update={"unseen_score": None}) if best else None
+
     def response(self, rec: SubmissionRecord) -> SubmitResponse:
         return SubmitResponse(submission_id=rec.id, status=rec.status, score=rec.score,
                               baseline=rec.baseline, improvement=rec.improvement,
-                              best=self.ledger.best(), n_submissions=len(self.feedback_records()),
+                              best=self._public_best(),
+                              n_submissions=len(self.feedback_records()),
                               cached=rec.cached, error=rec.error, ci_low=rec.ci_low,
                               ci_high=rec.ci_high, significant=rec.significant, split=rec.split,
                               note=rec.note)
@@ -564,7 +578,7 @@ class Grader:
     def status(self) -> StatusResponse:
         cap = self.config.max_submissions
         return StatusResponse(task=self.task.name, baseline=self.baseline.score,
-                              best=self.ledger.best(),
+                              best=self._public_best(),
                               n_submissions=len(self.feedback_records()),
                               remaining_seconds=round(self.remaining(), 1),
                               budget_seconds=self.config.budget_s,

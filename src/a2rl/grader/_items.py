@@ -32,9 +32,12 @@ def _numeric(row: dict[str, Any], name: str) -> float | None:
     return None
 
 
-def item_values(outcome: EvalOutcome, items: list[dict[str, Any]]) -> ItemValues:
+def item_values(outcome: EvalOutcome, items: list[dict[str, Any]],
+                seen: list[bool] | None = None) -> ItemValues:
     """Read one value per item from the outcome's details; the field whose mean best matches the
-    score wins (a task whose score is a mean of a field matches exactly)."""
+    score wins (a task whose score is a mean of a field matches exactly). `seen`: per item,
+    whether it also occurs in the train-visible data (kept only when it lines up with the
+    values)."""
     rows = [r for r in outcome.details if isinstance(r, dict) and r.get("kind") != "summary"]
     best: tuple[float, str, list[float]] | None = None
     for name in _VALUE_FIELDS:
@@ -48,8 +51,29 @@ def item_values(outcome: EvalOutcome, items: list[dict[str, Any]]) -> ItemValues
     if best is None:
         return ItemValues(keys=None, values=[], field=None)
     _, name, vals = best
-    keys = [item_key(it) for it in items] if len(items) == len(vals) else None
-    return ItemValues(keys=keys, values=vals, field=name)
+    aligned = len(items) == len(vals)
+    keys = [item_key(it) for it in items] if aligned else None
+    return ItemValues(keys=keys, values=vals, field=name,
+                      seen=list(seen) if aligned and seen is not None
+                      and len(seen) == len(vals) else None)
+
+
+def heldout_seen(task: Task, items: list[dict[str, Any]]) -> list[bool] | None:
+    """The task's own measurement of which of `items` occur in its train-visible data (tasks
+    that draw the splits independently define `heldout_seen`; None for the others)."""
+    measure = getattr(task, "heldout_seen", None)
+    return [bool(s) for s in measure(items)] if callable(measure) else None
+
+
+def unseen_score(values: ItemValues) -> tuple[float, int] | None:
+    """(score 0–100, item count) over the items that do not occur in the train-visible data;
+    None when membership was not measured or no item is unseen."""
+    if values.seen is None or len(values.seen) != len(values.values):
+        return None
+    unseen = [v for v, s in zip(values.values, values.seen, strict=True) if not s]
+    if not unseen:
+        return None
+    return round(100.0 * sum(unseen) / len(unseen), 4), len(unseen)
 
 
 def restrict_to_split(task: Task, split: str, test_fraction: float) -> list[dict[str, Any]]:

@@ -149,7 +149,8 @@ class Ledger:
         if not valid:
             return None
         top = max(valid, key=lambda r: (r.score, -r.seq))
-        return BestSoFar(submission_id=top.id, score=float(top.score or 0.0))
+        return BestSoFar(submission_id=top.id, score=float(top.score or 0.0),
+                         unseen_score=top.unseen_score)
 
     def find_scored(self, content_key: str, fingerprint: str,
                     split: str = "all") -> SubmissionRecord | None:

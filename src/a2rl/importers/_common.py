@@ -10,12 +10,14 @@ CLI reads from it.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl.importers._source import Source, find_marked
 from a2rl.records import AgentEvent, write_json
 
 TIMESTAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?")
@@ -84,24 +86,23 @@ def interpolate(n: int, anchors: list[tuple[int, float]]) -> list[float]:
     return out
 
 
-def copy_text_tree(src: Path, dst: Path) -> list[str]:
-    """Copy the text files (code, configs, notes) of a harness's task folder; weights and data
-    blobs stay where they are. Returns what was left out, for the import notes."""
+def copy_text_tree(src: Source, rel_dir: str, dst: Path) -> list[str]:
+    """Copy the text files (code, configs, notes) under `rel_dir` of a harness's folder; weights
+    and data blobs stay where they are. Links, special files and odd names are refused (in
+    `src.refused`). Returns the regular files left out (binary or large), for the notes."""
     skipped: list[str] = []
     dst.mkdir(parents=True, exist_ok=True)
-    for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src)
-        if any(part in SKIP_DIRS for part in rel.parts):
+    strip = len(rel_dir.strip("/")) + 1 if rel_dir.strip("/") else 0
+    for rel, dir_fd, size in src.files(rel_dir, SKIP_DIRS):
+        if not rel.endswith(TEXT_SUFFIXES) or size > MAX_TEXT_BYTES:
+            skipped.append(rel)
             continue
-        if path.is_dir():
+        data = src.read_in(dir_fd, rel, MAX_TEXT_BYTES, "a workspace text file")
+        if data is None:
             continue
-        if path.is_symlink() or path.suffix not in TEXT_SUFFIXES or \
-                path.stat().st_size > MAX_TEXT_BYTES:
-            skipped.append(rel.as_posix())
-            continue
-        target = dst / rel
+        target = dst / rel[strip:]
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        target.write_bytes(data)
     return skipped
 
 
@@ -180,6 +181,9 @@ def snapshot(run_dir: Path, workspace: Path, tags: list[tuple[str, float]]) -> N
 
 def new_run_dir(runs_dir: Path, task: str, run_id: str, *, force: bool) -> Path:
     run_dir = runs_dir / task / run_id
+    if run_dir.is_symlink():
+        raise A2RLError(f"{run_dir} is a symbolic link", "remove the link; an import writes "
+                        "a real folder inside the runs dir")
     if run_dir.exists():
         if not force:
             raise A2RLError(f"{run_dir} already exists",
@@ -191,17 +195,16 @@ def new_run_dir(runs_dir: Path, task: str, run_id: str, *, force: bool) -> Path:
 
 def find_runs(root: Path, marker: str, *, limit: int = 100_000) -> list[Path]:
     """Folders under `root` (itself included) that hold `marker`: several runs of a harness
-    imported in one go (a whole results tree)."""
-    if (root / marker).exists():
+    imported in one go (a whole results tree). No link is followed while searching."""
+    if os.path.lexists(root / marker):
         return [root]
-    found = sorted({p.parent for p in root.rglob(marker)})
-    return found[:limit]
+    return find_marked(root, marker, limit=limit)
 
 
 def safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120] or "imported"
 
 
-__all__ = ["copy_text_tree", "interpolate", "new_run_dir", "parse_agent_events", "parse_time",
+__all__ = ["Source", "copy_text_tree", "interpolate", "new_run_dir", "parse_agent_events", "parse_time",
            "relative_times", "safe_id", "snapshot", "strip_timestamps", "write_events", "write_json",
            "write_transcript"]

@@ -35,6 +35,7 @@ from a2rl.importers._common import (
     write_events,
     write_transcript,
 )
+from a2rl.importers._source import MAX_JSON_BYTES, MAX_NOTE_BYTES, MAX_STREAM_BYTES, Source
 from a2rl.records import (
     ImportInfo,
     ModelInfo,
@@ -58,13 +59,13 @@ def _hms(text: str) -> float | None:
     return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3)) if m else None
 
 
-def _arguments(folder: Path) -> dict[str, str]:
+def _arguments(folder: Path, src: Source) -> dict[str, str]:
     """The run's arguments: the first line of output.log (`echo "$@"` in run_task.sh), else
     the folder names."""
     out: dict[str, str] = {}
-    log = folder / "output.log"
-    if log.exists():
-        first = next(iter(log.read_text(errors="replace").splitlines()), "").split()
+    log = src.read_text("output.log", MAX_STREAM_BYTES, "the run's arguments")
+    if log is not None:
+        first = next(iter(log.splitlines()), "").split()
         names = ("task", "agent", "model", "cluster", "hours", "agent_config", "gpus")
         if len(first) >= 5 and re.fullmatch(r"\d+(\.\d+)?", first[4]):
             out.update(zip(names, first, strict=False))
@@ -95,17 +96,23 @@ def _score(metrics: dict[str, object]) -> tuple[float | None, str | None]:
 
 def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
                baseline: float | None = None, force: bool = False) -> Path:
-    """Build an a2rl run directory from one PostTrainBench result folder; returns its path."""
+    """Build an a2rl run directory from one PostTrainBench result folder; returns its path.
+    The folder is untrusted input (see `_source`): what it holds is read, never followed."""
     folder = folder.resolve()
     if not folder.is_dir():
         raise A2RLError(f"{folder} is not a folder", "pass a PostTrainBench result folder "
                         "(<results>/<agent>_<config>_<N>h/<task>_<model>_<cluster>)")
-    trace = folder / "solve_out.txt"
-    if not trace.exists() and not (folder / "task").is_dir():
+    with Source(folder) as src:
+        return _import(folder, src, runs_dir, run_id=run_id, baseline=baseline, force=force)
+
+
+def _import(folder: Path, src: Source, runs_dir: Path, *, run_id: str | None,
+            baseline: float | None, force: bool) -> Path:
+    if not src.exists("solve_out.txt") and not src.is_dir("task"):
         raise A2RLError(f"{folder} has neither solve_out.txt nor task/: not a PostTrainBench "
                         "result folder", "pass the folder run_task.sh wrote (it holds "
                         "solve_out.txt, task/, final_model/, metrics.json)")
-    args = _arguments(folder)
+    args = _arguments(folder, src)
     task = args.get("task", "unknown")
     unrecovered = ["code history (PostTrainBench keeps the task folder's end state only)",
                    "exec trace (every program the agent ran)", "artifact index of model folders"]
@@ -113,14 +120,15 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
 
     lines: list[str] = []
     stamps: list[dt.datetime | None] = []
-    if trace.exists():
-        lines, stamps = strip_timestamps(trace.read_text(errors="replace").splitlines())
+    trace = src.read_text("solve_out.txt", MAX_STREAM_BYTES, "the agent's trace")
+    if trace is not None:
+        lines, stamps = strip_timestamps(trace.splitlines())
     else:
-        unrecovered.append("the agent's trace (solve_out.txt is missing)")
+        unrecovered.append("the agent's trace (solve_out.txt is missing or refused)")
     known = [t for t in stamps if t is not None]
     start = known[0] if known else None
-    agent_s = _hms((folder / "time_taken.txt").read_text()) if (folder / "time_taken.txt").exists() \
-        else None
+    taken = src.read_text("time_taken.txt", MAX_NOTE_BYTES, "the agent's wall time")
+    agent_s = _hms(taken) if taken is not None else None
     if agent_s is None and known:
         agent_s = (known[-1] - known[0]).total_seconds()
         reconstructed.append("agent time: from the first and last trace timestamps")
@@ -131,7 +139,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
     run_id = safe_id(run_id or f"ptb-{folder.parent.name}-{folder.name}")
     run_dir = new_run_dir(runs_dir, safe_id(task), run_id, force=force)
     workspace = run_dir / "workspace"
-    skipped = copy_text_tree(folder / "task", workspace) if (folder / "task").is_dir() else []
+    skipped = copy_text_tree(src, "task", workspace) if src.is_dir("task") else []
     if skipped:
         reconstructed.append(f"workspace: text files of task/ copied; {len(skipped)} binary or "
                              "large files left in the source folder")
@@ -152,9 +160,10 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
     metrics_path = folder / "metrics.json"
     score: float | None = None
     scale: str | None = None
-    if metrics_path.exists():
+    metrics_text = src.read_text("metrics.json", MAX_JSON_BYTES, "the final score")
+    if metrics_text is not None:
         try:
-            metrics = json.loads(metrics_path.read_text())
+            metrics = json.loads(metrics_text)
         except ValueError as exc:
             raise A2RLError(f"{metrics_path} is not JSON: {exc}", "repair or remove it") from exc
         if isinstance(metrics, dict):
@@ -177,8 +186,8 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
 
     notes = {}
     for name in ("contamination_judgement.txt", "disallowed_model_judgement.txt"):
-        if (folder / name).exists():
-            notes[name] = (folder / name).read_text(errors="replace")[:2000]
+        if (note := src.read_text(name, MAX_NOTE_BYTES, "the harness's verdicts")) is not None:
+            notes[name] = note[:2000]
     budget = hours * 3600 if hours else (agent_s or 0.0)
     record = RunRecord(
         run_id=run_id, status="finished", created_at=start or utcnow(),
@@ -198,6 +207,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         timings=Timings(agent_s=agent_s or 0.0, total_s=agent_s or 0.0),
         imported=ImportInfo(harness=HARNESS, source=str(folder), imported_at=utcnow(),
                             agent_format=fmt, score_scale=scale, unrecovered=unrecovered,
+                            refused=src.refused_notes(),
                             reconstructed=reconstructed + [
                                 "sandboxed: PostTrainBench runs the agent in an apptainer "
                                 "container (isolation as that harness enforces it)"],
@@ -207,4 +217,5 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
 
         record.best = BestSoFar(submission_id="s0001", score=score)
     write_json(run_dir / "run.json", record)
+    src.write_manifest(run_dir, HARNESS)
     return run_dir

@@ -32,6 +32,7 @@ from a2rl.importers._common import (
     write_events,
     write_transcript,
 )
+from a2rl.importers._source import MAX_JSON_BYTES, MAX_STREAM_BYTES, Source
 from a2rl.records import (
     BestSoFar,
     ImportInfo,
@@ -47,9 +48,14 @@ HARNESS: Literal["rdagent"] = "rdagent"
 _STREAMS = ("agent.jsonl", "agent.log", "agent_log.txt", "solve_out.txt")
 
 
-def _json(path: Path) -> Any:
+def _json(src: Source, name: str, use: str) -> Any:
+    """The JSON file `name` of the workspace (None: missing or refused)."""
+    path = src.root / name
+    text = src.read_text(name, MAX_JSON_BYTES, use)
+    if text is None:
+        return None
     try:
-        return json.loads(path.read_text())
+        return json.loads(text)
     except ValueError as exc:
         raise A2RLError(f"{path} is not JSON: {exc}", "repair it or remove it from the workspace") \
             from exc
@@ -75,18 +81,31 @@ def _epoch(stamp: str, offset: float) -> float:
 
 def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
                force: bool = False) -> Path:
-    """Build an a2rl run directory from one AutoRL-Bench workspace; returns its path."""
+    """Build an a2rl run directory from one AutoRL-Bench workspace; returns its path. The
+    workspace is untrusted input (see `_source`): what it holds is read, never followed."""
     folder = folder.resolve()
     scores_path = folder / "scores.json"
-    if not scores_path.exists():
-        raise A2RLError(f"{folder} has no scores.json: not an AutoRL-Bench workspace",
-                        "pass workspace/<task>/<run_id>_<agent>/ (it holds code/, output/, "
-                        "scores.json, run_meta.json)")
-    entries = _json(scores_path)
+    with Source(folder) as src:
+        if not src.exists("scores.json"):
+            raise A2RLError(f"{folder} has no scores.json: not an AutoRL-Bench workspace",
+                            "pass workspace/<task>/<run_id>_<agent>/ (it holds code/, output/, "
+                            "scores.json, run_meta.json)")
+        entries = _json(src, "scores.json", "the submissions")
+        if entries is None:
+            raise A2RLError(f"{scores_path} cannot be read: {'; '.join(src.refused_notes())}",
+                            "replace it with the regular file AutoRL-Bench wrote")
+        return _import(folder, src, entries, runs_dir, run_id=run_id, force=force)
+
+
+def _import(folder: Path, src: Source, entries: Any, runs_dir: Path, *, run_id: str | None,
+            force: bool) -> Path:
+    scores_path = folder / "scores.json"
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise A2RLError(f"{scores_path} is not a list of submission entries",
                         "AutoRL-Bench writes a JSON list, one object per POST /submit")
-    meta = _json(folder / "run_meta.json") if (folder / "run_meta.json").exists() else {}
+    meta = _json(src, "run_meta.json", "the run's times") or {}
+    if not isinstance(meta, dict):
+        meta = {}
     name = folder.name
     m = re.match(r"^(?P<run>\d{8}T\d{6})_(?P<agent>.+)$", name)
     agent = m.group("agent") if m else "unknown"
@@ -107,7 +126,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
     run_id = safe_id(run_id or f"rdagent-{task}-{name}")
     run_dir = new_run_dir(runs_dir, safe_id(task), run_id, force=force)
     workspace = run_dir / "workspace"
-    skipped = copy_text_tree(folder, workspace)
+    skipped = copy_text_tree(src, "", workspace)
     if skipped:
         reconstructed.append(f"workspace: text files copied; {len(skipped)} binary, linked or "
                              "large files (weights, data links) left in the source folder")
@@ -148,11 +167,18 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         reconstructed.append("agent time: up to the last submission (run_meta.json has no end_time)")
 
     fmt: str | None = None
-    stream = next((folder / n for n in _STREAMS if (folder / n).exists()), None)
-    if stream is None:
-        unrecovered.append("the agent's stream (no agent.jsonl / agent.log)")
+    stream: str | None = None
+    text: str | None = None
+    for candidate in _STREAMS:  # the first present one that is a readable regular file
+        if src.exists(candidate):
+            text = src.read_text(candidate, MAX_STREAM_BYTES, "the agent's stream")
+            if text is not None:
+                stream = candidate
+                break
+    if stream is None or text is None:
+        unrecovered.append("the agent's stream (no readable agent.jsonl / agent.log)")
     else:
-        raw = stream.read_text(errors="replace").splitlines()
+        raw = text.splitlines()
         lines, stamps = strip_timestamps(raw)
         anchors = [(0, 0.0)]
         submit_lines = [i for i, line in enumerate(lines) if "/submit" in line and (
@@ -171,7 +197,7 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         write_transcript(run_dir / "agent", lines, times)
         fmt, events = parse_agent_events(lines, times, agent)
         if fmt is None:
-            unrecovered.append(f"agent events: no a2rl parser reads {stream.name}")
+            unrecovered.append(f"agent events: no a2rl parser reads {stream}")
         else:
             write_events(run_dir / "agent", events, fmt, lines, times)
 
@@ -198,6 +224,8 @@ def import_run(folder: Path, runs_dir: Path, *, run_id: str | None = None,
         timings=Timings(agent_s=agent_s or 0.0, total_s=agent_s or 0.0),
         imported=ImportInfo(harness=HARNESS, source=str(folder), imported_at=utcnow(),
                             agent_format=fmt, score_scale="scores.json score as is (0–100)",
-                            unrecovered=unrecovered, reconstructed=reconstructed))
+                            unrecovered=unrecovered, reconstructed=reconstructed,
+                            refused=src.refused_notes()))
     write_json(run_dir / "run.json", record)
+    src.write_manifest(run_dir, HARNESS)
     return run_dir

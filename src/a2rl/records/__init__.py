@@ -54,6 +54,7 @@ from a2rl.records._run import (
     RunRecord,
     TaskInfo,
     Timings,
+    TrackingConfig,
 )
 from a2rl.records._scaffold import (
     COMPONENTS,
@@ -114,7 +115,7 @@ __all__ = [
     "EventKind", "ExecEvent", "ExitReason", "Experiment", "FailureType", "Finding", "ImportInfo",
     "IterationSummary", "ModelInfo", "ParseReport", "ProcessMetrics", "RunAnalysis", "RunConfig", "RunRecord",
     "Severity", "StatusResponse", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
-    "TaskInfo", "TaskSpec", "Timings", "append_jsonl", "current_submissions", "load_run",
+    "TaskInfo", "TaskSpec", "Timings", "TrackingConfig", "append_jsonl", "current_submissions", "load_run",
     "read_json", "read_jsonl", "write_json",
     "COMPONENTS", "SCAFFOLD_FORMAT", "CheckpointEvent", "EvaluatorReport", "JournalEntry",
     "PlanEvent", "ScaffoldAnalysis", "ScaffoldConfig",

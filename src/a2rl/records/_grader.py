@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from a2rl.records._base import Record
 
 SUBMISSION_FORMAT = 1
 BASELINE_FORMAT = 1
@@ -23,7 +25,7 @@ FinalMode = Literal["off", "hidden"]
 KeepArtifacts = Literal["best", "scored", "all"]
 
 
-class ItemValues(BaseModel):
+class ItemValues(Record):
     """`items.json` of an evaluation: one value in [0, 1] per held-out item scored."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -36,9 +38,12 @@ class ItemValues(BaseModel):
     """The item verdicts or rewards the score is built from."""
     field: str | None
     """Which detail field the values were read from."""
+    seen: list[bool] | None = None
+    """Per value: whether the item also occurs in the task's train-visible data (tasks that
+    draw the splits independently measure it; None: not measured)."""
 
 
-class SubmissionRecord(BaseModel):
+class SubmissionRecord(Record):
     """One line of `ledger.jsonl`. A submission is written when accepted (status `pending`) and
     again when it ends; the last line with a given `id` is its current state."""
 
@@ -106,6 +111,11 @@ class SubmissionRecord(BaseModel):
     significant: bool | None = None
     """Whether the score differs from the baseline beyond noise: a paired bootstrap over items
     when both have per-item values on the same items, else the baseline outside this CI."""
+    unseen_score: float | None = None
+    """Score (0–100) on the scored held-out items that do not occur in the train-visible data
+    (None: the task does not measure that overlap, or every item occurs there)."""
+    n_unseen: int | None = None
+    """Items behind `unseen_score`."""
     final_of: str | None = None
     """On a test-split record: the id of the submission it is the final evaluation of."""
     note: str | None = None
@@ -117,7 +127,7 @@ class SubmissionRecord(BaseModel):
         return self.status in VALID_STATUSES
 
 
-class BestSoFar(BaseModel):
+class BestSoFar(Record):
     """The best valid submission of a run."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -127,9 +137,11 @@ class BestSoFar(BaseModel):
     """Id of the best valid submission (earliest on ties)."""
     score: float
     """Its score."""
+    unseen_score: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Its score on the held-out items not in the train-visible data (see SubmissionRecord)."""
 
 
-class SubmitResponse(BaseModel):
+class SubmitResponse(Record):
     """What POST /submit returns to the agent."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -167,7 +179,7 @@ class SubmitResponse(BaseModel):
     the run's headline score is one final evaluation on a hidden test half."""
 
 
-class StatusResponse(BaseModel):
+class StatusResponse(Record):
     """What GET /status returns."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -200,7 +212,7 @@ class StatusResponse(BaseModel):
     """Submissions still allowed under the run's cap (None: no cap)."""
 
 
-class FinalDesignation(BaseModel):
+class FinalDesignation(Record):
     """What POST /final returns."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -215,7 +227,7 @@ class FinalDesignation(BaseModel):
     """Its score on the dev split."""
 
 
-class FinalResult(BaseModel):
+class FinalResult(Record):
     """The headline of a hidden-final run (`final.json` in the run directory): one model, scored
     once on held-out items that no feedback touched. Written by `Grader.run_final()`."""
 
@@ -258,7 +270,7 @@ class FinalResult(BaseModel):
     """Why no final score was produced."""
 
 
-class BaselineRecord(BaseModel):
+class BaselineRecord(Record):
     """`baseline.json` in the run directory, and the cache entry under $A2RL_HOME/baselines/."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -295,6 +307,10 @@ class BaselineRecord(BaseModel):
     """Upper bound of the score's 95 % confidence interval."""
     ci_method: str | None = None
     """How the interval was computed (see a2rl.grader._stats)."""
+    unseen_score: float | None = None
+    """The base model's score on the held-out items not in the train-visible data."""
+    n_unseen: int | None = None
+    """Items behind `unseen_score`."""
     items: ItemValues | None = None
     """Per-item values behind `score` (for paired comparisons with submissions)."""
     test_score: float | None = None
@@ -309,7 +325,7 @@ class BaselineRecord(BaseModel):
     """Per-item values behind `test_score`."""
 
 
-class TaskSpec(BaseModel):
+class TaskSpec(Record):
     """Enough to rebuild a task in another process (the evaluation child)."""
 
     model_config = ConfigDict(from_attributes=True)
@@ -320,7 +336,7 @@ class TaskSpec(BaseModel):
     """Task options after defaults."""
 
 
-class EvalJob(BaseModel):
+class EvalJob(Record):
     """What the evaluation child is asked to do (sent on its stdin; secret task options never go to disk)."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -343,3 +359,6 @@ class EvalJob(BaseModel):
     """Share of the held-out items in the hidden test split."""
     secret_fields: list[str] = Field(default_factory=list)
     """Task options left out of the job file on disk (the held-out seed)."""
+    snapshot: bool = False
+    """model_dir is a submission's snapshot, checked again by the child before loading: only
+    regular files, none naming a file outside it (a2rl.grader._artifact.verify_snapshot)."""

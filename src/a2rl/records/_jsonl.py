@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import TypeVar
@@ -45,8 +47,17 @@ def append_jsonl(path: Path, record: BaseModel) -> None:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = "\n" + line
-        os.write(fd, line.encode())
-        os.fsync(fd)
+        data = line.encode()
+        try:
+            written = os.write(fd, data)
+            if written != len(data):  # a full disk took part of the line
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            os.fsync(fd)
+        except OSError:
+            # no torn line is left behind: the earlier lines stay the file's whole content
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from a2rl.records._base import Record
 from a2rl.records._engine import EngineInfo, EngineRequest
 from a2rl.records._grader import (
     BaselineRecord,
@@ -24,7 +25,7 @@ ExitReason = Literal["agent_exited", "budget_exhausted", "interrupted", "termina
                      "harness_error", "harness_died"]
 
 
-class ImportInfo(BaseModel):
+class ImportInfo(Record):
     """Where an imported run came from (`a2rl import`): another harness made it, so parts of
     a2rl's own record are missing or reconstructed."""
 
@@ -42,12 +43,16 @@ class ImportInfo(BaseModel):
     """What a2rl records that this harness does not provide (so the analysis lacks it)."""
     reconstructed: list[str] = Field(default_factory=list)
     """What was rebuilt from other evidence, and from which."""
+    refused: list[str] = Field(default_factory=list)
+    """Items of the source folder the import would not read, each `path: reason` (symbolic
+    links, FIFOs, devices, sockets, files over the size limit, odd names); the run folder's
+    import_manifest.json lists these and every file read."""
     harness_notes: dict[str, str] = Field(default_factory=dict)
     """Verdicts the harness itself wrote (e.g. PostTrainBench's contamination and
     disallowed-model judgements), verbatim and truncated; a2rl's own audit runs separately."""
 
 
-class StudyRef(BaseModel):
+class StudyRef(Record):
     """The study a run joined (`a2rl run --study`, every cell of `a2rl sweep`): its held-out
     seeds and test-item options are the same on every machine. Never the seed itself."""
 
@@ -61,7 +66,20 @@ class StudyRef(BaseModel):
     """Public task options the study fixes (`task.option` -> value)."""
 
 
-class RunConfig(BaseModel):
+class TrackingConfig(Record):
+    """Where a run is logged while it goes (--log-to; a sweep's `log:`)."""
+
+    to: Literal["wandb", "mlflow"]
+    """Which tracker."""
+    project: str = "a2rl"
+    """W&B project / MLflow experiment name."""
+    tracking_uri: str | None = None
+    """MLflow tracking URI (None: MLflow's default, ./mlruns)."""
+    mode: Literal["online", "offline"] | None = None
+    """W&B mode (offline: written locally, `wandb sync` later; None: W&B's own default)."""
+
+
+class RunConfig(Record):
     """What the user asked for (`a2rl run` options)."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -108,6 +126,13 @@ class RunConfig(BaseModel):
     (the host's network, loopback services included: flagged in every report)."""
     allow_hosts: list[str] = Field(default_factory=list)
     """--allow-host entries added to the derived allow-list (network allowlist)."""
+    agent_procs: int | None = Field(default=None, ge=16)
+    """--agent-procs: most processes and threads the agent may have (None: 4096)."""
+    agent_memory: str | None = None
+    """--agent-memory: the agent's memory limit, e.g. 64G (None: `a2rl.sandbox._limits`'s
+    default: twice the physical memory as address space, unlimited with GPUs)."""
+    agent_file_size: str | None = None
+    """--agent-file-size: largest file the agent may write, e.g. 500G (None: 256G)."""
     final: FinalMode = "off"
     """--final: off (the run's result is its best submission), or hidden (feedback from a dev
     split; one final model scored once on a hidden test split is the headline)."""
@@ -133,6 +158,9 @@ class RunConfig(BaseModel):
     """--eval-gpus: CUDA_VISIBLE_DEVICES of the evaluation child (None: inherited)."""
     vllm_memory: float | None = Field(default=None, gt=0.0, le=1.0)
     """--vllm-memory: share of GPU memory (of RAM on CPU) vLLM reserves (None: its default)."""
+    tracking: TrackingConfig | None = None
+    """--log-to: the experiment tracker that receives the baseline, each scored submission and
+    the result while the run goes (None: none)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:
@@ -143,7 +171,7 @@ class RunConfig(BaseModel):
         return self
 
 
-class TaskInfo(BaseModel):
+class TaskInfo(Record):
     """The task as it was when the run started."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -170,7 +198,7 @@ class TaskInfo(BaseModel):
     """Held-out items the grader scores on."""
 
 
-class ModelInfo(BaseModel):
+class ModelInfo(Record):
     """The base model M0."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -188,7 +216,7 @@ class ModelInfo(BaseModel):
     """`model_type` of its config.json."""
 
 
-class Timings(BaseModel):
+class Timings(Record):
     """Wall time of each stage of the run, in seconds."""
 
     # from_attributes: instances of the owning package's copy of this class
@@ -206,7 +234,21 @@ class Timings(BaseModel):
     """From `a2rl run` to the final record."""
 
 
-class RunRecord(BaseModel):
+class ProcessProof(Record):
+    """What identifies a process beyond its pid (pids are reused): `a2rl runs repair` signals
+    a recorded process only while all of these still match."""
+
+    pid: int
+    """The process id (its process group leader for the agent's group)."""
+    start_ticks: int
+    """Its start time, field 22 of /proc/<pid>/stat (clock ticks after boot)."""
+    boot_id: str
+    """/proc/sys/kernel/random/boot_id when it was recorded (start_ticks count from a boot)."""
+    cmdline_sha256: str
+    """SHA-256 of /proc/<pid>/cmdline (the command line itself may hold a key: never kept)."""
+
+
+class RunRecord(Record):
     """`run.json` in runs/<task>/<run_id>/ (outside the workspace). Rewritten atomically at each
     stage; the ledger next to it is the append-only source of truth for submissions."""
 
@@ -254,6 +296,9 @@ class RunRecord(BaseModel):
     """The a2rl process of this run (for `a2rl runs repair` after it died)."""
     agent_pgid: int | None = None
     """The agent's process group (killed by `a2rl runs repair` if it outlived the harness)."""
+    agent_proof: ProcessProof | None = None
+    """The agent group leader's identity when it started: repair signals `agent_pgid` only
+    while its leader still matches it."""
     repaired_at: dt.datetime | None = None
     """When `a2rl runs repair` closed this record after the harness died."""
     grader_url: str | None = None

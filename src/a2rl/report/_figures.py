@@ -3,7 +3,7 @@ the site). Every figure takes plain rows, so it is built the same from a2rl and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -11,8 +11,42 @@ import plotly.graph_objects as go
 from a2rl.records import Experiment
 from a2rl.results import Cell
 
+# showlegend: plotly hides the legend of a one-trace figure, and every colour needs its key
 _LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=50, b=50), height=420,
-               legend=dict(font=dict(size=10)))
+               legend=dict(font=dict(size=10)), showlegend=True)
+MIN_PAD = 3.0
+"""Score axes reach at least this far (in score points) beyond the lowest and highest value."""
+
+
+def score_range(values: Sequence[float | None]) -> list[float] | None:
+    """A y range holding every value (the baseline among them) with room around it: a tenth of
+    the span, at least MIN_PAD points each side, never below 0 when no value is negative."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return None
+    lo, hi = min(vals), max(vals)
+    pad = max(MIN_PAD, (hi - lo) / 10)
+    return [lo - pad if lo < 0 else max(0.0, lo - pad), hi + pad]
+
+
+def _time_axis(fig: go.Figure, budget_h: float | None, xs: Sequence[float]) -> None:
+    """Hours from 0 to the budget (or the last point when later), the budget's end marked."""
+    end = max([budget_h or 0.0, *xs]) or 1.0
+    fig.update_xaxes(range=[0, end * 1.03])
+    if budget_h:
+        fig.add_vline(x=budget_h, line_dash="dash", line_color="#555",
+                      annotation_text="budget end", annotation_position="top left",
+                      annotation_font_size=10)
+
+
+def _step_from_baseline(pts: Sequence[tuple[float, float]], baseline: float | None
+                        ) -> tuple[list[float], list[float]]:
+    """Best so far as a step line: from the baseline at 0, up at each new best."""
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    if baseline is not None:
+        xs, ys = [0.0, *xs], [baseline, *ys]
+    return xs, ys
 
 
 def _fig(title: str, **layout: Any) -> go.Figure:
@@ -21,13 +55,16 @@ def _fig(title: str, **layout: Any) -> go.Figure:
     return fig
 
 
-def improvement_heatmap(cells: Sequence[Cell], title: str) -> go.Figure | None:
-    """Mode × task mean improvement over the counted runs, the best and worst cells marked."""
+def improvement_heatmap(cells: Sequence[Cell], title: str,
+                        column: Callable[[Cell], str] | None = None) -> go.Figure | None:
+    """Mode × task mean improvement over the counted runs, the best and worst cells marked.
+    `column` names each cell's column (a task split by held-out set has one per set)."""
+    col = column or (lambda c: str(c.key["task"]))
     modes = sorted({c.key["mode"] for c in cells})
-    tasks = sorted({c.key["task"] for c in cells})
+    tasks = sorted({col(c) for c in cells})
     z: list[list[float | None]] = []
     text: list[list[str]] = []
-    by = {(c.key["mode"], c.key["task"]): c for c in cells}
+    by = {(c.key["mode"], col(c)): c for c in cells}
     for mode in modes:
         zrow: list[float | None] = []
         trow: list[str] = []
@@ -48,6 +85,7 @@ def improvement_heatmap(cells: Sequence[Cell], title: str) -> go.Figure | None:
         text[best[1]][best[2]] = "▲ best<br>" + text[best[1]][best[2]]
         text[worst[1]][worst[2]] = "▼ worst<br>" + text[worst[1]][worst[2]]
     fig = _fig(title, height=max(300, 90 * len(modes) + 150))
+    fig.update_layout(showlegend=False)  # the colour bar is its key
     fig.add_trace(go.Heatmap(z=z, x=tasks, y=modes, text=text, texttemplate="%{text}",
                              colorscale="RdBu", zmid=0, colorbar=dict(title="Δ"),
                              hovertemplate="%{y} × %{x}: %{text}<extra></extra>"))
@@ -56,15 +94,18 @@ def improvement_heatmap(cells: Sequence[Cell], title: str) -> go.Figure | None:
     return fig
 
 
-def scaling(subs: Sequence[dict[str, Any]], x: str, x_title: str, title: str) -> go.Figure | None:
+def scaling(subs: Sequence[dict[str, Any]], x: str, x_title: str, title: str,
+            budget_h: float | None = None) -> go.Figure | None:
     """Best score so far of each run against `x` (elapsed hours, tokens or submissions),
-    one line per run, coloured by agent stack."""
+    one step line per run from its baseline at 0, coloured by agent stack; hours run from 0
+    to the budget, its end marked."""
     fig = _fig(title)
     stacks = sorted({s["stack"] for s in subs})
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
                "#17becf", "#7f7f7f", "#bcbd22"]
     color = {st: palette[i % len(palette)] for i, st in enumerate(stacks)}
     shown: set[str] = set()
+    values: list[float] = []
     runs: dict[str, list[dict[str, Any]]] = {}
     for s in subs:
         runs.setdefault(s["run_id"], []).append(s)
@@ -74,7 +115,9 @@ def scaling(subs: Sequence[dict[str, Any]], x: str, x_title: str, title: str) ->
         if not pts:
             continue
         stack = rows[0]["stack"]
-        fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts],
+        px, py = _step_from_baseline(pts, rows[0].get("baseline"))
+        values += py
+        fig.add_trace(go.Scatter(x=px, y=py,
                                  mode="lines+markers", line=dict(shape="hv", color=color[stack]),
                                  name=stack, legendgroup=stack, showlegend=stack not in shown,
                                  hovertemplate=f"{run_id}<br>{x_title} %{{x}}<br>best so far "
@@ -83,14 +126,21 @@ def scaling(subs: Sequence[dict[str, Any]], x: str, x_title: str, title: str) ->
     if not fig.data:
         return None
     fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title="best score so far")
+    if x == "elapsed_h":
+        _time_axis(fig, budget_h, [v for t in fig.data for v in t.x])
+    else:  # counts: tokens and submissions are integers
+        fig.update_xaxes(rangemode="tozero", tickformat=",d")
+        if x == "seq":
+            fig.update_xaxes(dtick=1)
+    fig.update_yaxes(title="best score so far", range=score_range(values))
     return fig
 
 
-def trajectory(subs: Sequence[dict[str, Any]], baseline: float | None, title: str
-               ) -> go.Figure | None:
+def trajectory(subs: Sequence[dict[str, Any]], baseline: float | None, title: str,
+               budget_h: float | None = None) -> go.Figure | None:
     """One run's per-submission scores (coloured by the route of the code behind each) and its
-    best so far; each route change is marked ✓ when it raised the best score, ✗ when not."""
+    best so far, a step line from the baseline at 0; each route change is marked ✓ when it
+    raised the best score, ✗ when not. Hours run from 0 to the budget, its end marked."""
     if not subs:
         return None
     fig = _fig(title)
@@ -110,10 +160,11 @@ def trajectory(subs: Sequence[dict[str, Any]], baseline: float | None, title: st
             hovertemplate="%{text}<br>score %{y}<extra></extra>"))
     best_pts = [(x, s["best_so_far"]) for x, s in zip(xs, subs, strict=True)
                 if s.get("best_so_far") is not None]
+    bx, by = _step_from_baseline(best_pts, baseline)
     if best_pts:
-        fig.add_trace(go.Scatter(x=[p[0] for p in best_pts], y=[p[1] for p in best_pts],
-                                 mode="lines", line=dict(shape="hv", width=2, color="black"),
-                                 name="best so far"))
+        fig.add_trace(go.Scatter(x=bx, y=by, mode="lines+markers",
+                                 line=dict(shape="hv", width=2, color="black"),
+                                 marker=dict(size=4, color="black"), name="best so far"))
     if baseline is not None:
         fig.add_hline(y=baseline, line_dash="dash", line_color="gray",
                       annotation_text=f"baseline {baseline:.2f}")
@@ -127,7 +178,12 @@ def trajectory(subs: Sequence[dict[str, Any]], baseline: float | None, title: st
                           annotation_font_size=10)
         prev_best = s.get("best_so_far")
     fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title="score")
+    if x_title == "elapsed hours":
+        _time_axis(fig, budget_h, xs)
+    else:
+        fig.update_xaxes(range=[0, max(xs) + 0.5], dtick=1)
+    fig.update_yaxes(title="score", range=score_range(
+        [*(s["score"] for s in subs), *by, floor]))
     return fig
 
 
@@ -176,9 +232,12 @@ def lineage(experiments: Sequence[Experiment], title: str) -> go.Figure | None:
 
 
 def route_timeline(subs: Sequence[dict[str, Any]], experiments: Sequence[Experiment],
-                   phases: Sequence[dict[str, Any]], title: str) -> go.Figure | None:
+                   phases: Sequence[dict[str, Any]], title: str,
+                   budget_h: float | None = None) -> go.Figure | None:
     """One run over time: the route of the code behind each submission (from the previous
-    submission to this one), each training experiment, and the phase of each program run."""
+    submission to this one), each training experiment, and the phase of each program run.
+    Every colour has a legend entry, grouped by lane; a bar too short to see is widened to
+    a visible sliver so that no legend entry names a bar that is not drawn."""
     bars: list[tuple[str, float, float, str]] = []  # lane, start h, length h, label
     prev = 0.0
     for s in subs:
@@ -196,14 +255,20 @@ def route_timeline(subs: Sequence[dict[str, Any]], experiments: Sequence[Experim
             bars.append(("phases", start / 3600, (end - start) / 3600, str(p.get("phase", "?"))))
     if not bars:
         return None
-    fig = _fig(title, barmode="overlay", height=330)
-    for label in sorted({b[3] for b in bars}):
-        sel = [b for b in bars if b[3] == label]
-        fig.add_trace(go.Bar(y=[b[0] for b in sel], x=[b[2] for b in sel],
-                             base=[b[1] for b in sel], orientation="h", name=label,
-                             hovertemplate=f"{label}<br>from %{{base:.2f}} h, %{{x:.2f}} h"
-                                           "<extra></extra>"))
+    fig = _fig(title, barmode="overlay", height=360)
+    end = max([budget_h or 0.0, *(b[1] + b[2] for b in bars)])
+    sliver = end / 150
+    for lane in ("route", "experiments", "phases"):
+        for label in sorted({b[3] for b in bars if b[0] == lane}):
+            sel = [b for b in bars if b[0] == lane and b[3] == label]
+            fig.add_trace(go.Bar(y=[b[0] for b in sel], x=[max(b[2], sliver) for b in sel],
+                                 base=[b[1] for b in sel], orientation="h", name=label,
+                                 legendgroup=lane, legendgrouptitle_text=lane,
+                                 customdata=[b[2] for b in sel],
+                                 hovertemplate=f"{label}<br>from %{{base:.2f}} h, "
+                                               "%{customdata:.2f} h<extra></extra>"))
     fig.update_xaxes(title="hours into the budget")
+    _time_axis(fig, budget_h, [end])
     return fig
 
 

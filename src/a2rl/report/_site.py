@@ -1,17 +1,26 @@
 """`a2rl report RESULTS... -o report/`: a static site that works offline from file:// (plotly.js
 is copied into it, no CDN), plus every table as CSV and Markdown.
 
-Everything an agent could have written (summary.md, findings' evidence, file names, run ids of
-imported runs) is escaped: HTML through jinja2's autoescape and markupsafe, Markdown through
-markdown-it with raw HTML disabled, chart data as JSON with `<`, `>` and `&` escaped, and code
-snapshots are copied as `.txt` files so that no agent file is ever opened as a page.
+The site is self-contained: every link and asset is a file inside the report folder, so the
+folder can be moved or zipped. Run records are copied in as `.txt` files (only the known record
+files, and of an imported run only those its import manifest lists); nothing links into a run
+directory or its workspace, so no file the agent left is ever opened as a page.
+
+Everything an agent could have written (summary.md, findings' evidence, file names, argv, run
+ids of imported runs) is escaped: HTML through jinja2's autoescape and markupsafe, Markdown
+through markdown-it with raw HTML disabled and every link and image target refused (shown as
+text, so no remote reference reaches a page), chart data as JSON with `<`, `>` and `&` escaped
+inside `<script type="application/json">`. Every page carries a Content-Security-Policy that
+runs only the report's own script files and loads nothing from outside it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +45,7 @@ from a2rl.results import (
     workspace_stats,
     write_table,
 )
+from a2rl.results._aggregate import heldout_group
 from a2rl.results._load import load_runs, relpath
 
 NAV = [("index.html", "Overview"), ("leaderboard.html", "Leaderboard"), ("modes.html", "Modes"),
@@ -45,6 +55,22 @@ NAV = [("index.html", "Overview"), ("leaderboard.html", "Leaderboard"), ("modes.
 LEVEL_ORDER = ("L1", "L2", "L3")
 MAX_SNAPSHOT_FILES = 200
 MAX_SNAPSHOT_BYTES = 256 << 10
+MAX_RECORD_BYTES = 4 << 20
+"""A record file is copied into the site up to this size (the rest is cut, and the copy says so)."""
+CSP = ("default-src 'self'; img-src 'self' data:; script-src 'self'; "
+       "style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; form-action 'none'")
+"""Every page's Content-Security-Policy: scripts only from the report's files (plotly.js and
+assets/report.js; chart data is inert JSON), nothing fetched from elsewhere. Inline styles are
+allowed because plotly.js sets them while drawing; agent text never reaches a style."""
+RECORD_FILES = (("run.json", "run record"), ("analysis.json", "analysis"),
+                ("ledger.jsonl", "ledger"), ("summary.md", "summary.md"),
+                ("agent/transcript.log", "transcript"), ("agent/events.jsonl", "agent events"),
+                ("agent/exec.jsonl", "exec trace"), ("grader.log", "grader log"),
+                ("code-history.jsonl", "snapshot index"), ("scaffold.json", "scaffold record"))
+"""The run records a run page publishes (as text copies); nothing else of a run directory."""
+IMPORT_MANIFEST = "import_manifest.json"
+"""Written by `a2rl.importers` into an imported run: its `files` are the files the import wrote."""
+ASSETS = ("report.css", "report.js")
 
 
 def _deps() -> tuple[Any, Any, Any]:
@@ -54,7 +80,7 @@ def _deps() -> tuple[Any, Any, Any]:
         import plotly
     except ImportError as exc:
         raise A2RLError(f"the report needs {exc.name}, which is not installed",
-                        "pip install 'a2rl[report]' (plotly, jinja2, markdown-it-py)") from exc
+                        "pip install 'a2rl-bench[report]' (plotly, jinja2, markdown-it-py)") from exc
     return jinja2, markupsafe, plotly
 
 
@@ -84,8 +110,28 @@ class Page:
             self.parts.append(Markup(f'<p class="note">{escape(empty)}</p>'))
             return
         cid = f"chart{len(self.charts) + 1}"
-        self.charts.append({"id": cid, "json": Markup(_safe_json(fig.to_json()))})
+        self.charts.append({"id": cid, "json": Markup(_safe_json(_plain_labels(fig.to_json())))})
         self.parts.append(Markup(f'<div class="chart" id="{cid}" data-figure="{cid}"></div>'))
+
+
+_PLOTLY_TAG = re.compile(r"<(?!/?(?:br|b|extra)>)")
+
+
+def _plain_labels(fig_json: str) -> str:
+    """The figure with every `<` in its strings shown as text except the bare `<br>`, `<b>` and
+    `<extra>` the charts use: plotly reads its labels as a small HTML subset (`<a href>`,
+    `<span style>`), and trace names and labels come from records (routes, phases, methods)."""
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return _PLOTLY_TAG.sub("&lt;", v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return json.dumps(walk(json.loads(fig_json)))
 
 
 def _safe_json(text: str) -> str:
@@ -168,6 +214,47 @@ class Site:
                         for _, row in self.shown}
         self.pages: list[Page] = []
         self.tables: list[str] = []
+        self._heldout_columns()
+
+    def _heldout_columns(self) -> None:
+        """One column per (task, held-out set): a task whose runs were scored on different
+        held-out sets gets a column per set (`arith · set 1`), never one pooled figure."""
+        sets: dict[str, set[str]] = {}
+        self.heldout_desc: dict[str, str] = {}
+        for r, row in self.shown:
+            g = heldout_group(row)
+            sets.setdefault(row["task"], set()).add(g)
+            t = r.record.task
+            self.heldout_desc[g] = (
+                f"task version {t.version}, {t.n_heldout} held-out items, fingerprint "
+                f"{t.fingerprint}" if t else f"fingerprint {row['heldout']}" if row["heldout"]
+                else "the run's record identifies no held-out set")
+        self.column: dict[tuple[str, str], str] = {}
+        for task, gs in sets.items():
+            for i, g in enumerate(sorted(gs), 1):
+                self.column[(task, g)] = task if len(gs) == 1 else f"{task} · set {i}"
+        self.split_tasks = sorted(t for t, gs in sets.items() if len(gs) > 1)
+
+    def col(self, cell: Cell) -> str:
+        return self.column.get((cell.key["task"], cell.heldout), cell.key["task"])
+
+    def heldout_note(self, p: Page) -> None:
+        """Say which tasks are split by held-out set, and why, with each set's identity."""
+        if not self.split_tasks:
+            return
+        p.text("h2", "Runs on different held-out sets")
+        p.text("p", f"{', '.join(self.split_tasks)}: runs were scored on different held-out "
+                    "sets (a different task version, an option that changes the items such as "
+                    "n_heldout, or another installation's held-out draw). Their scores are not "
+                    "comparable, so each set is its own column and nothing is pooled across sets.")
+        counts: dict[tuple[str, str], int] = {}
+        for _, row in self.shown:
+            k = (row["task"], heldout_group(row))
+            counts[k] = counts.get(k, 0) + 1
+        p.html(_table(["column", "runs", "held-out set"],
+                      [[label, counts.get(k, 0), self.heldout_desc.get(k[1], "")]
+                       for k, label in sorted(self.column.items(), key=lambda kv: kv[1])
+                       if k[0] in self.split_tasks]))
 
     # ---- tables on disk -------------------------------------------------------------------
     def save_table(self, name: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -195,6 +282,11 @@ class Site:
         from plotly.offline import get_plotlyjs
 
         (self.out / "assets" / "plotly.min.js").write_text(get_plotlyjs())
+        from importlib.resources import files
+
+        for name in ASSETS:
+            (self.out / "assets" / name).write_bytes(
+                files("a2rl.report").joinpath("assets", name).read_bytes())
         self.save_table("runs", self.rows)
         self.save_table("submissions", self.subs)
         self.save_table("cells", [c.row() for c in self.cells])
@@ -216,7 +308,7 @@ class Site:
                                  autoescape=True)
         depth = page.path.count("/")
         html = env.get_template("base.html").render(
-            title=page.title, root="../" * depth, nav=NAV, here=page.path,
+            title=page.title, root="../" * depth, nav=NAV, here=page.path, csp=CSP,
             policy=self.policy.describe(), body=markupsafe.Markup("\n".join(page.parts)),
             charts=page.charts)
         path = self.out / page.path
@@ -260,7 +352,8 @@ class Site:
         self.pages.append(p)
 
     def _levels(self, tasks: Sequence[str]) -> list[tuple[str, list[str]]]:
-        level = {row["task"]: row["level"] or "?" for _, row in self.shown}
+        level = {self.column.get((row["task"], heldout_group(row)), row["task"]):
+                 row["level"] or "?" for _, row in self.shown}
         groups: dict[str, list[str]] = {}
         for t in sorted(tasks):
             groups.setdefault(level.get(t, "?"), []).append(t)
@@ -276,15 +369,17 @@ class Site:
                "score of a --final hidden run), mean [95% CI] over the counted runs, and Δ vs the "
                "baseline below it. The baseline row is the base model's score.</p>")
         p.html(self.table_links("leaderboard"))
-        base = baselines([row for _, row in self.shown], self.policy)
+        self.heldout_note(p)
+        base = {(self.column.get((t, g), t), model): s for (t, model, g), s in
+                baselines([row for _, row in self.shown], self.policy).items()}
         flat: list[dict[str, Any]] = []
         for model, mode in sorted({(c.key["model"], c.key["mode"]) for c in self.cells}):
             cells = [c for c in self.cells if c.key["model"] == model and c.key["mode"] == mode]
-            groups = self._levels(sorted({c.key["task"] for c in cells}))
+            groups = self._levels(sorted({self.col(c) for c in cells}))
             tasks = [t for _, ts in groups for t in ts]
             header = "<tr><th></th>" + "".join(
                 f'<th colspan="{len(ts)}">{escape(lv)}</th>' for lv, ts in groups) + "</tr>"
-            by = {(c.key["stack"], c.key["task"]): c for c in cells}
+            by = {(c.key["stack"], self.col(c)): c for c in cells}
             rows: list[list[Any]] = [[Markup("<b>baseline</b>")] + [
                 _cell_html(base.get((t, model), Summary(0, None, None, None, None)))
                 for t in tasks]]
@@ -297,7 +392,7 @@ class Site:
                                if c else Markup('<span class="n">no runs</span>'))
                     if c:
                         flat.append({"model": model, "mode": mode, "stack": stack, "task": t,
-                                     "level": c.row()["levels"],
+                                     "heldout": c.heldout, "level": c.row()["levels"],
                                      "best": c.stats["result"].text(),
                                      "improvement": c.stats["result_improvement"].text(
                                          signed=True),
@@ -336,14 +431,16 @@ class Site:
         by_stack = aggregate(rows, self.policy, keys=("model", "stack", "mode", "task"),
                              metrics=("result_improvement", "result"))
         flat = [{"model": c.key["model"], "stack": c.key["stack"], "mode": c.key["mode"],
-                 "task": c.key["task"], "improvement": c.stats["result_improvement"].text(signed=True),
+                 "task": self.col(c), "heldout": c.heldout,
+                 "improvement": c.stats["result_improvement"].text(signed=True),
                  "best": c.stats["result"].text(), "marks": c.mark_text()} for c in by_stack]
         self.save_table("modes", flat)
-        tasks = sorted({c.key["task"] for c in by_stack})
+        tasks = sorted({self.col(c) for c in by_stack})
+        self.heldout_note(p)
         table_rows: list[list[Any]] = []
         for (model, stack, mode) in sorted({(c.key["model"], c.key["stack"], c.key["mode"])
                                             for c in by_stack}):
-            by = {c.key["task"]: c for c in by_stack
+            by = {self.col(c): c for c in by_stack
                   if (c.key["model"], c.key["stack"], c.key["mode"]) == (model, stack, mode)}
             table_rows.append([model, stack, mode] + [
                 _cell_html(by[t].stats["result_improvement"], None, by[t]) if t in by else "—"
@@ -356,7 +453,7 @@ class Site:
             cells = aggregate([r for r in rows if r["model"] == model], self.policy,
                               keys=("mode", "task"), metrics=("result_improvement",))
             p.text("h2", f"Mode × task improvement · {model}")
-            p.chart(F.improvement_heatmap(cells, f"mean improvement (Δ) · {model}"),
+            p.chart(F.improvement_heatmap(cells, f"mean improvement (Δ) · {model}", self.col),
                     "no counted run has an improvement")
         self.pages.append(p)
 
@@ -370,8 +467,11 @@ class Site:
         p.html(self.table_links("submissions"))
         for task in sorted({s["task"] for s in self.subs}):
             subs = [s for s in self.subs if s["task"] == task]
+            budgets = [row["budget_s"] for _, row in self.shown
+                       if row["task"] == task and row["budget_s"]]
             p.text("h2", f"task {task}")
-            p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours"))
+            p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours",
+                              _h(max(budgets)) if budgets else None))
             p.chart(F.scaling(subs, "tokens", "tokens (input + output)",
                               f"{task}: best so far vs tokens"), "no run of this task recorded tokens")
             p.chart(F.scaling(subs, "seq", "submissions", f"{task}: best so far vs submissions"))
@@ -391,7 +491,8 @@ class Site:
             p.html(f"<h2>{self.run_link(row)}</h2>")
             p.text("p", f"{row['stack']} · {row['task']} · {row['mode']} · {row['model']}")
             p.html(str(_marks_html(row)))
-            p.chart(F.trajectory(subs, row["baseline"], f"{row['run_id']}: scores"),
+            p.chart(F.trajectory(subs, row["baseline"], f"{row['run_id']}: scores",
+                                 _h(row["budget_s"])),
                     "no submissions")
             p.chart(F.lineage(r.analysis.experiments if r.analysis else [],
                               f"{row['run_id']}: checkpoint lineage"),
@@ -476,60 +577,113 @@ class Site:
                     f"{row['mode']} · model {row['model']} · status {row['status']}"
                     + (f" · imported from {row['imported']}" if row["imported"] else ""))
         p.html(str(_marks_html(row)))
+        from a2rl.report import _trajectory
+
+        traj = _trajectory.build(self, r, row, here)
+        p.html(f'<p><a href="{escape(traj.href)}">Trajectory</a>: every turn, command, phase, '
+               "submission and code change of the run on one timeline</p>")
         p.html(_table(["baseline", "best", "Δ", "final (hidden)", "submissions", "valid rate",
                        "first improvement h", "best at h", "duration h", "route", "tokens"],
                       [[row["baseline"], row["best"], row["improvement"], row["final"],
                         row["submissions"], row["valid_rate"],
                         _h(row["time_to_first_improvement_s"]), _h(row["time_to_best_s"]),
-                        _h(row["duration_s"]), row["route"], row["tokens"]]]))
+                        _h(row["duration_s"]), row["route"], _int(row["tokens"])]]))
+        base_rec, best_rec = r.record.baseline, r.record.best
+        if (base_rec and base_rec.unseen_score is not None) or \
+                (best_rec and best_rec.unseen_score is not None):
+            # Tasks drawing train and held-out independently: the score on the held-out items
+            # that do not also occur in the train-visible data.
+            p.html(_table(["unseen items: baseline", "unseen items: best", "unseen items"],
+                          [[base_rec.unseen_score if base_rec else None,
+                            best_rec.unseen_score if best_rec else None,
+                            base_rec.n_unseen if base_rec else None]]))
         subs = [s for s in self.subs if s["run_id"] == row["run_id"]]
         p.text("h2", "Score trajectory")
-        p.chart(F.trajectory(subs, row["baseline"], "scores and best so far"), "no submissions")
+        p.chart(F.trajectory(subs, row["baseline"], "scores and best so far", _h(row["budget_s"])),
+                "no submissions")
         p.text("h2", "Route timeline")
         a = r.analysis
         phases = a.commands if a and a.commands else []
         p.chart(F.route_timeline(subs, a.experiments if a else [], phases, "route, experiments, "
-                                 "phases"), "nothing timed to show")
+                                 "phases", _h(row["budget_s"])), "nothing timed to show")
         p.chart(F.lineage(a.experiments if a else [], "checkpoint lineage"),
                 "no verified training experiment")
+        p.text("h2", "Phases")
+        p.html(_trajectory.phases_table(traj))
         p.text("h2", "Submissions")
         p.html(_table(["id", "elapsed h", "status", "score", "CI", "Δ", "best so far", "route",
                        "failure type"],
                       [[s["submission_id"], s["elapsed_h"], s["status"], s["score"],
                         "—" if s["ci_low"] is None else f"[{s['ci_low']:.2f}, {s['ci_high']:.2f}]",
-                        s["improvement"], s["best_so_far"], s["route"], s["failure_type"]]
+                        s["improvement"], s["best_so_far"],
+                        Markup(f'<a href="{escape(traj.anchor(s["elapsed_s"]))}">'
+                               f'{escape(_fmt(s["route"]))}</a>'), s["failure_type"]]
                        for s in subs]))
         p.text("h2", "Audit findings")
         findings = a.findings if a else []
         if findings:
-            p.html(_table(["kind", "severity", "message", "evidence"],
+            p.html(_table(["kind", "severity", "message", "evidence", "in the trajectory"],
                           [[f.kind, f.severity, f.message,
-                            Markup("<pre>" + str(escape("\n".join(f.evidence[:10]))) + "</pre>")]
+                            Markup("<pre>" + str(escape("\n".join(f.evidence[:10]))) + "</pre>"),
+                            Markup(f'<a class="evidence" href="{escape(href)}">turn '
+                                   f'{escape(href.rpartition("-")[2])}</a>')
+                            if (href := traj.finding_anchor(f)) else "—"]
                            for f in findings]))
         else:
             p.text("p", "no findings" if a else "not analysed (run `a2rl analyze`)")
         p.text("h2", "Records")
-        links = []
-        for rel, label in (("run.json", "run record"), ("analysis.json", "analysis"),
-                           ("ledger.jsonl", "ledger"), ("summary.md", "summary.md"),
-                           ("agent/transcript.log", "transcript"),
-                           ("agent/events.jsonl", "agent events"), ("agent/exec.jsonl", "exec trace"),
-                           ("grader.log", "grader log"), ("code-history.jsonl", "snapshot index"),
-                           ("workspace", "workspace folder")):
-            target = r.path / rel
-            if target.exists():
-                links.append(f'<a href="{escape(relpath(target, here))}">{escape(label)}</a>')
-        p.html("<p>" + " · ".join(links) + "</p>")
+        p.html('<p class="note">Copies of the run\'s records, as text.</p>')
+        p.html("<p>" + " · ".join(self.publish_records(r, here)) + "</p>")
         snaps = self.export_snapshots(r, here)
         if snaps:
             p.text("h2", "Code snapshots")
             p.html(_table(["tag", "elapsed h", "files", "changed"], snaps))
-        summary = r.path / "summary.md"
-        if summary.exists():
+        summary = _read_record(r.path, "summary.md", MAX_RECORD_BYTES) \
+            if "summary.md" in self.publishable(r) else None
+        if summary is not None:
             p.text("h2", "summary.md")
-            p.html('<div class="summary-md">' + _markdown(summary.read_text(errors="replace"))
+            p.html('<div class="summary-md">' + _markdown(summary.decode(errors="replace"))
                    + "</div>")
         self.pages.append(p)
+
+    def publishable(self, r: LoadedRun) -> list[str]:
+        """The record files of `r` the site may publish: the known record names, and of an
+        imported run only those its import manifest lists (none when the manifest is
+        unreadable) and the analysis `a2rl analyze` wrote after the import."""
+        names = [rel for rel, _ in RECORD_FILES]
+        if r.record.imported is None:
+            return names
+        raw = _read_record(r.path, IMPORT_MANIFEST, MAX_RECORD_BYTES)
+        try:
+            listed = json.loads(raw or b"").get("files", [])
+        except (ValueError, AttributeError):
+            listed = []
+        allowed = {f for f in listed if isinstance(f, str)} if isinstance(listed, list) else set()
+        allowed.add("analysis.json")
+        return [rel for rel in names if rel in allowed] + (
+            [IMPORT_MANIFEST] if raw is not None else [])
+
+    def publish_records(self, r: LoadedRun, here: Path) -> list[str]:
+        """Copy the run's record files into the site as `.txt` (regular files only, never
+        through a link, cut at MAX_RECORD_BYTES) and return links to the copies."""
+        from markupsafe import escape
+
+        labels = dict(RECORD_FILES) | {IMPORT_MANIFEST: "import manifest"}
+        folder = here / Path(self.page_of[r.record.run_id]).stem / "records"
+        links = []
+        for rel in self.publishable(r):
+            data = _read_record(r.path, rel, MAX_RECORD_BYTES + 1)
+            if data is None:
+                continue
+            if len(data) > MAX_RECORD_BYTES:
+                data = data[:MAX_RECORD_BYTES] + (
+                    f"\n[cut at {MAX_RECORD_BYTES} bytes; the whole file is {rel} in the run "
+                    "directory]\n").encode()
+            target = folder / (rel.replace("/", "__") + ".txt")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            links.append(f'<a href="{escape(relpath(target, here))}">{escape(labels[rel])}</a>')
+        return links
 
     def export_snapshots(self, r: LoadedRun, here: Path) -> list[list[Any]]:
         """Copy the text files of each submission's and the final code snapshot out of the run's
@@ -571,7 +725,13 @@ class Site:
         body = "".join(f'<li><a href="{escape(n)}.csv">{escape(n)}.csv</a> · '
                        f'<a href="{escape(n)}.md">{escape(n)}.md</a></li>' for n in self.tables)
         (self.out / "tables" / "index.html").write_text(
-            f"<!doctype html><meta charset=utf-8><title>tables</title><ul>{body}</ul>")
+            f'<!doctype html><meta charset=utf-8><meta http-equiv="Content-Security-Policy" '
+            f'content="{escape(CSP)}"><title>tables</title><ul>{body}</ul>')
+
+
+def _int(v: float | None) -> int | None:
+    """A count kept as a float in the records (token sums), shown as the integer it is."""
+    return None if v is None else round(v)
 
 
 def _hours(s: Summary) -> str:
@@ -606,6 +766,28 @@ def _git_blob(git_dir: Path, commit: str, name: str) -> bytes | None:
     return out.stdout
 
 
+def _read_record(run_dir: Path, rel: str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of the regular file `rel` under `run_dir`, or None when it is absent,
+    not a regular file, or reached through a symbolic link (a record the agent replaced by a
+    link to a file elsewhere is not published)."""
+    path = run_dir
+    for part in rel.split("/")[:-1]:
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return None
+    try:
+        fd = os.open(run_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(limit)
+    finally:
+        os.close(fd)
+
+
 def _markdown(text: str) -> str:
     try:
         from markdown_it import MarkdownIt
@@ -614,7 +796,11 @@ def _markdown(text: str) -> str:
 
         return f"<pre>{escape(text)}</pre>"
     # html=False: raw HTML in the (agent-influenced) text is shown as text, never parsed.
-    return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(text))
+    # Refusing every link target leaves links, images and autolinks as their source text, so
+    # no page refers to anything the agent named (a remote image would be a beacon).
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    md.validateLink = lambda url: False  # type: ignore[method-assign]
+    return str(md.render(text))
 
 
 def build_report(paths: Sequence[Path], out: Path, policy: Policy | None = None) -> list[Path]:

@@ -1,8 +1,14 @@
 """Per-cell statistics over repeated runs: n, mean, standard deviation and a seeded percentile
 bootstrap 95 % interval of the mean, with the audit/isolation policy deciding which runs count.
 
-A cell is one (agent stack, task, mode, model); its runs are the repeats. Every figure comes
-with the number of runs it is computed from.
+A cell is one (agent stack, task, mode, model) scored on one held-out set; its runs are the
+repeats. Every figure comes with the number of runs it is computed from.
+
+Scores are comparable only over the same held-out items: a run row's `heldout` (the task
+fingerprint run.json records: task, version, options and the installation's held-out draw) is
+part of every grouping, so runs scored on different sets land in different cells, and a run
+whose record identifies no set (`heldout` None) is a group of its own. Rows without a `heldout`
+column at all (hand-built tables) are taken to share one set.
 """
 
 from __future__ import annotations
@@ -115,6 +121,15 @@ class Summary:
         return f"{fmt.format(self.mean)}{ci} (n={self.n})"
 
 
+def heldout_group(row: dict[str, Any]) -> str:
+    """The held-out set a run was scored on, as a grouping key: its fingerprint; for a run
+    whose record names none, a key of its own (it pools with no other run)."""
+    if "heldout" not in row:
+        return ""
+    fp = row.get("heldout")
+    return str(fp) if fp else f"unidentified:{row.get('run_id')}"
+
+
 def bootstrap_ci(values: Sequence[float], *, level: float = 0.95, n_resamples: int = 10_000,
                  seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean: resample the runs with replacement
@@ -156,6 +171,8 @@ class Cell:
     """Every shown run of the cell (counted or not)."""
     counted: list[dict[str, Any]]
     stats: dict[str, Summary]
+    heldout: str = ""
+    """The held-out set every run of the cell was scored on (`heldout_group`)."""
 
     @property
     def excluded(self) -> list[dict[str, Any]]:
@@ -173,7 +190,7 @@ class Cell:
     def row(self) -> dict[str, Any]:
         """The cell as a flat table row."""
         out: dict[str, Any] = dict(self.key)
-        out.update(runs=len(self.runs), counted=len(self.counted),
+        out.update(heldout=self.heldout, runs=len(self.runs), counted=len(self.counted),
                    excluded=len(self.excluded), marks=self.mark_text(),
                    levels=",".join(sorted({str(r.get("level")) for r in self.runs if r.get("level")})))
         for name, s in self.stats.items():
@@ -186,30 +203,32 @@ def aggregate(rows: Iterable[dict[str, Any]], policy: Policy | None = None, *,
               keys: Sequence[str] = CELL_KEYS,
               metrics: Sequence[str] = SCORE_METRICS + PROCESS_METRICS,
               seed: int = 0, n_resamples: int = 10_000) -> list[Cell]:
-    """Group run rows into cells by `keys` and summarise each metric over the counted runs.
-    The bootstrap seed of each cell is derived from `seed` and the cell's position, so a table
-    is the same every time it is built from the same runs."""
+    """Group run rows into cells by `keys` and the held-out set, and summarise each metric over
+    the counted runs. The bootstrap seed of each cell is derived from `seed` and the cell's
+    position, so a table is the same every time it is built from the same runs."""
     policy = policy or Policy()
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         if policy.shown(row):
-            groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
+            groups.setdefault((*(row.get(k) for k in keys), heldout_group(row)), []).append(row)
     cells: list[Cell] = []
     for i, (key, runs) in enumerate(sorted(groups.items(), key=lambda kv: [str(v) for v in kv[0]])):
         counted = [r for r in runs if policy.counted(r)]
         stats = {m: summarize((r.get(m) for r in counted), seed=seed + i, n_resamples=n_resamples)
                  for m in metrics}
-        cells.append(Cell(dict(zip(keys, key, strict=True)), runs, counted, stats))
+        cells.append(Cell(dict(zip(keys, key[:-1], strict=True)), runs, counted, stats,
+                          heldout=key[-1]))
     return cells
 
 
 def baselines(rows: Iterable[dict[str, Any]], policy: Policy | None = None
-              ) -> dict[tuple[str, str], Summary]:
-    """The base model's score per (task, model) over the shown runs (a baseline does not depend
-    on the agent, so flagged runs count here)."""
+              ) -> dict[tuple[str, str, str], Summary]:
+    """The base model's score per (task, model, held-out set) over the shown runs (a baseline
+    does not depend on the agent, so flagged runs count here)."""
     policy = policy or Policy()
-    groups: dict[tuple[str, str], list[float | None]] = {}
+    groups: dict[tuple[str, str, str], list[float | None]] = {}
     for r in rows:
         if policy.shown(r):
-            groups.setdefault((str(r.get("task")), str(r.get("model"))), []).append(r.get("baseline"))
+            groups.setdefault((str(r.get("task")), str(r.get("model")), heldout_group(r)),
+                              []).append(r.get("baseline"))
     return {k: summarize(v) for k, v in sorted(groups.items())}

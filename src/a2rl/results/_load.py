@@ -275,6 +275,9 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
         "mode": r.config.mode,
         "model": r.config.model,
         "study": study_of(r),
+        # the held-out set the scores are on: scores pool only within one (results._aggregate)
+        "heldout": r.task.fingerprint if r.task else (
+            r.baseline.task_fingerprint if r.baseline else None),
         "scaffold": scaffold_of(r),
         "status": r.status,
         "exit_reason": r.exit_reason,

@@ -10,7 +10,9 @@ its own). A second signal during that cleanup is ignored.
 SIGKILL cannot be handled: `repair_run` (`a2rl runs repair RUN`) closes such a record
 afterwards from its ledger, marks it `harness_died`, and kills what is left of the run
 (processes whose working directory or command line lies in the run directory, and the
-recorded agent process group).
+recorded agent process group, only while its leader is provably the agent: the start time
+and command line recorded in `agent_proof` still match; a record is input, and a pid in it
+may name any process by now).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from types import FrameType
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
+from a2rl.records._run import ProcessProof
 from a2rl.runner._records import RunRecord
 from a2rl.runner._supervise import HarnessTerminated, descendants
 
@@ -163,10 +166,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
+def repair_run(run_dir: Path, notes: list[str] | None = None) -> tuple[RunRecord, list[int]]:
     """Close the run.json of a run whose harness died: submissions and best from the ledger,
     status failed / exit reason harness_died, leftover processes killed. A record that is
-    already closed is left as it is."""
+    already closed is left as it is. What was left alone on purpose (a recorded process group
+    that cannot be proven the run's) is appended to `notes` and to the record's error."""
+    said: list[str] = []
     from a2rl.grader import Ledger
 
     path = run_dir / "run.json"
@@ -183,9 +188,13 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
                         "run itself); repair is for runs whose harness died")
     killed: list[int] = []
     if record.agent_pgid is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(record.agent_pgid, signal.SIGKILL)
-            killed.append(record.agent_pgid)
+        why = agent_group_unproven(record)
+        if why is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(record.agent_pgid, signal.SIGKILL)
+                killed.append(record.agent_pgid)
+        else:
+            said.append(f"agent process group {record.agent_pgid} not signalled: {why}")
     container = _container_of(run_dir)
     if container and (podman := shutil.which("podman")):
         # a container is conmon's child, not the harness's: it outlives a killed harness
@@ -205,7 +214,10 @@ def repair_run(run_dir: Path) -> tuple[RunRecord, list[int]]:
     record.status = "failed"
     record.exit_reason = "harness_died"
     record.error = (record.error or "the harness died (killed, out of memory or the machine "
-                    "went down) before closing the run") + "; closed by `a2rl runs repair`"
+                    "went down) before closing the run") + "; closed by `a2rl runs repair`" + \
+        "".join(f"; {n}" for n in said)
+    if notes is not None:
+        notes.extend(said)
     record.ended_at = record.repaired_at = utcnow()
     atomic_write_text(path, record.model_dump_json(indent=2))
     return record, killed
@@ -229,3 +241,71 @@ def _is_a2rl(pid: int) -> bool:
             return b"a2rl" in fh.read()
     except OSError:
         return False
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may hold spaces or ')': split after
+    # the last ')'; field 3 is then the first one
+    fields = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return int(fields[22 - 3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _cmdline_sha256(pid: int) -> str | None:
+    import hashlib
+
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def process_proof(pid: int) -> ProcessProof | None:
+    """The identity of live process `pid` (None: it is gone or /proc cannot tell)."""
+    ticks, cmd = _start_ticks(pid), _cmdline_sha256(pid)
+    if ticks is None or cmd is None:
+        return None
+    return ProcessProof(pid=pid, start_ticks=ticks, boot_id=_boot_id(), cmdline_sha256=cmd)
+
+
+def proof_mismatch(proof: ProcessProof) -> str | None:
+    """Why process `proof.pid` is not (provably) the recorded one now; None when it is."""
+    now = process_proof(proof.pid)
+    if now is None:
+        return f"no process {proof.pid} is running"
+    if proof.boot_id and now.boot_id != proof.boot_id:
+        return "the machine rebooted since it was recorded"
+    if now.start_ticks != proof.start_ticks:
+        return f"process {proof.pid} started at another time: another process reuses the pid"
+    if now.cmdline_sha256 != proof.cmdline_sha256:
+        return f"process {proof.pid} runs another command line than the recorded one"
+    return None
+
+
+def agent_group_unproven(record: RunRecord) -> str | None:
+    """Why `record.agent_pgid` must not be signalled; None when its leader is provably the
+    run's agent (same pid, start time, boot and command line as recorded at its start)."""
+    proof = record.agent_proof
+    if proof is None:
+        return "the record holds no proof that the group is the run's (start time and command " \
+               "line of its leader)"
+    if proof.pid != record.agent_pgid:
+        return f"the record's proof is for pid {proof.pid}, not the group {record.agent_pgid}"
+    return proof_mismatch(proof)

@@ -4,10 +4,15 @@ A run is live while its record is open (no `ended_at`) and its harness process (
 checked to be an a2rl process, as `a2rl runs repair` does) is alive. An open record whose
 harness is gone is a dead run: it can be removed (or first closed with `a2rl runs repair`).
 A `multi` run is removed whole: every task's run directory and the shared runs/multi/<id>/.
+
+A record is input, not authority: only real folders two levels inside the runs dir are
+deleted (never through a symbolic link, never a folder a record's task names or run id would
+place elsewhere), and each refusal is named.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -72,33 +77,128 @@ def all_runs(runs_dir: Path) -> list[RunEntry]:
     return [entry(p.parent) for p in sorted(runs_dir.glob("*/*/run.json"))]
 
 
+def _folder_name(text: str) -> bool:
+    """A record's task name or run id usable as one folder name (never `..`, `/`, control
+    characters): records are input, and a path built from them must stay where it is put."""
+    return bool(text) and text not in (".", "..") and "/" not in text and "\\" not in text \
+        and "\0" not in text and len(text.encode()) <= 255 and text.isprintable()
+
+
+def refusal(path: Path, runs_dir: Path) -> str | None:
+    """Why `path` must not be deleted (None: it is a real run folder, two levels inside the
+    runs dir, reached through no symbolic link)."""
+    p = Path(os.path.abspath(path))
+    for level in (p, p.parent):
+        if level.is_symlink():
+            return (f"{level} is a symbolic link (to {os.readlink(level)}): a2rl deletes only "
+                    "real folders inside the runs dir; remove the link itself with `rm` if you "
+                    "mean to")
+    base = runs_dir.resolve()
+    real = p.resolve()
+    if real.parent.parent != base or not _folder_name(real.name) \
+            or not _folder_name(real.parent.name):
+        return (f"{p} is not a run folder inside the runs dir {base}; pass --runs-dir with the "
+                "runs folder that holds it")
+    return None
+
+
 def group(e: RunEntry, runs_dir: Path) -> list[Path]:
-    """Every folder removing `e` removes: a multi run's task runs and its shared root."""
+    """Every folder removing `e` removes: itself, and a multi run's task runs and its shared
+    root. The folders a record names are built from its task names and run id only when each
+    is a plain folder name (`plan` says which were not)."""
+    return [p for p, why in _group(e, runs_dir) if why is None]
+
+
+def _group(e: RunEntry, runs_dir: Path) -> list[tuple[Path, str | None]]:
     r = e.record
+    out: list[tuple[Path, str | None]] = [(e.path, None)]
     if r is None or not r.config.tasks:
-        return [e.path]
-    root = runs_dir / "multi" / r.run_id
-    paths = [runs_dir / t / r.run_id for t in r.config.tasks]
-    return [p for p in [*paths, root] if p.exists() or p.is_symlink()]
+        return out
+    if not _folder_name(r.run_id):
+        return [*out, (runs_dir / "multi" / r.run_id,
+                       f"{e.path}/run.json names the multi run id {r.run_id!r}, no folder "
+                       "name: its other task runs are not removed; remove them by path")]
+    for name in [*r.config.tasks, "multi"]:
+        p = runs_dir / name / r.run_id
+        if not _folder_name(name):
+            out.append((p, f"{e.path}/run.json names the task {name!r}, no folder name: "
+                        "nothing is removed for it"))
+        elif p != e.path and (p.exists() or p.is_symlink()):
+            out.append((p, None))
+    return out
 
 
-def _make_writable(path: Path) -> None:
-    # workspaces hold read-only model/ and data/ copies; snapshots are read-only too
-    for root, dirs, _ in os.walk(path):
-        for d in dirs:
-            p = Path(root) / d
-            if not p.is_symlink():
-                p.chmod(p.stat().st_mode | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
-    path.chmod(path.stat().st_mode | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
+def plan(entries: list[RunEntry], runs_dir: Path) -> tuple[list[Path], list[str]]:
+    """The folders removing `entries` deletes (each checked by `refusal`), and why each folder
+    that a record named or that was found is left alone."""
+    paths: list[Path] = []
+    refused: list[str] = []
+    for e in entries:
+        for p, why in _group(e, runs_dir):
+            why = why or refusal(p, runs_dir)
+            if why is not None:
+                if why not in refused:
+                    refused.append(why)
+            elif p not in paths:
+                paths.append(p)
+    return paths, refused
 
 
-def remove(paths: list[Path]) -> None:
-    for p in paths:
-        if p.is_symlink():
-            p.unlink()
-        elif p.exists():
-            _make_writable(p)
-            shutil.rmtree(p)
+def _make_writable(fd: int) -> None:
+    """Let the owner delete everything in the folder open at `fd` (workspaces hold read-only
+    model/ and data/ copies; snapshots are read-only too). Descriptors only: no link is
+    followed."""
+    bits = stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR
+    os.fchmod(fd, os.fstat(fd).st_mode | bits)
+    for _root, _dirs, _files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
+        with contextlib.suppress(OSError):
+            os.fchmod(dir_fd, os.fstat(dir_fd).st_mode | bits)
+
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove(paths: list[Path], runs_dir: Path) -> list[str]:
+    """Delete run folders inside `runs_dir`, each re-checked (`refusal`) and deleted through
+    descriptors opened without following links, so a folder swapped for a link after the
+    check is not followed. Returns why each folder left in place was."""
+    refused: list[str] = []
+    base_fd = os.open(runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for p in paths:
+            if not os.path.lexists(p):
+                continue
+            why = refusal(p, runs_dir)
+            if why is not None:
+                refused.append(why)
+                continue
+            real = p.resolve()
+            try:
+                parent_fd = os.open(real.parent.name, _DIR, dir_fd=base_fd)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                refused.append(f"{p}: its task folder cannot be opened as a real folder "
+                               f"({exc.strerror})")
+                continue
+            try:
+                try:
+                    run_fd = os.open(real.name, _DIR, dir_fd=parent_fd)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    refused.append(f"{p} cannot be opened as a real folder ({exc.strerror})")
+                    continue
+                try:
+                    _make_writable(run_fd)
+                finally:
+                    os.close(run_fd)
+                shutil.rmtree(real.name, dir_fd=parent_fd)
+            finally:
+                os.close(parent_fd)
+    finally:
+        os.close(base_fd)
+    return refused
 
 
 def parse_age(text: str) -> dt.timedelta:

@@ -40,10 +40,12 @@ from a2rl.grader import (
 from a2rl.grader._secret import redacted_spec, secret_fields
 from a2rl.models import ResolvedModel, resolve_model
 from a2rl.recording import RunRecorder, parse_exec_log, strace_available, traced_command
+from a2rl.recording._closing import RecordSlot, bounded_close, storage_failure
 from a2rl.runner._lifecycle import (
     SANDBOX_FILE,
     closing,
     kill_leftover_groups,
+    process_proof,
     terminate_on_signals,
 )
 from a2rl.runner._precheck import (
@@ -80,8 +82,9 @@ from a2rl.workspace._machine import NetworkFacts
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
+    from a2rl.tracking import LiveTracker
 
-_VERSIONED = ("a2rl", "torch", "transformers", "trl", "accelerate", "datasets", "reasoning-gym",
+_VERSIONED = ("a2rl-bench", "torch", "transformers", "trl", "accelerate", "datasets", "reasoning-gym",
               "fastapi", "uvicorn", "pydantic", "vllm")
 
 
@@ -124,6 +127,7 @@ class _RunEvents:
         self.progress = progress
         self.summary = summary
         self.recorder: RunRecorder | None = None
+        self.tracker: LiveTracker | None = None
         self._bars: dict[str, object] = {}
 
     def submission_received(self, record: SubmissionRecord) -> None:
@@ -159,6 +163,8 @@ class _RunEvents:
             self.summary.submission_finished(record)
         except Exception as exc:  # diagnostics must never break grading
             console.print(f"[yellow]summary for {safe(record.id)} failed: {safe(exc)}[/]")
+        if self.tracker is not None:
+            self.tracker.submission(record)
 
 
 class _TaskRun:
@@ -188,12 +194,27 @@ class _TaskRun:
         self.server: GraderServer | None = None
         self.summary: LiveSummary | None = None
         self.events: _RunEvents | None = None
+        self.tracker: LiveTracker | None = None  # --log-to: W&B or MLflow while the run goes
         self.scaffold: Any = None  # a2rl.scaffold.Scaffold with --scaffold
         self.scaffold_read_only: list[Path] = []
+        self.slot = RecordSlot(self.run_dir / "run.json")
         self.save()
+        self.slot.reserve_space()  # bytes and an inode for the closing record
 
-    def save(self) -> None:
-        atomic_write_text(self.run_dir / "run.json", self.record.model_dump_json(indent=2))
+    def save(self, *, final: bool = False) -> None:
+        self.slot.write(self.record.model_dump_json(indent=2), final=final)
+
+    def abandon(self, reason: str) -> None:
+        """Close the record now, from the main thread, while the close work is stuck."""
+        record = self.record
+        if self.slot.sealed:  # this part's close finished before another part's got stuck
+            return
+        record.status = "failed"
+        record.exit_reason = record.exit_reason or "harness_error"
+        record.error = "; ".join(x for x in (record.error, reason + " (evaluations still in "
+                                             "flight were killed)") if x)
+        record.ended_at = record.ended_at or utcnow()
+        self.slot.seal(record.model_dump_json(indent=2))
 
     def prepare(self, started: float) -> Workspace:
         """Model, workspace and baseline (not charged to the agent)."""
@@ -233,6 +254,10 @@ class _TaskRun:
             (self.run_dir / "workspace").symlink_to(self.ws_root)
         record.timings.setup_s = round(time.monotonic() - started, 2)
         self.save()
+        from a2rl.tracking import open_tracker
+
+        self.tracker = open_tracker(config.tracking, self.run_dir, record,
+                                    lambda text: self.console.print(safe(text), style="yellow"))
         t0 = time.monotonic()
         with _progress(self.console) as progress:
             bar = progress.add_task(f"scoring the baseline ({task.name})", total=None)
@@ -241,6 +266,8 @@ class _TaskRun:
                 on_progress=lambda d, t: progress.update(bar, completed=d, total=t),
                 final=config.final, test_fraction=config.test_fraction)
         self.baseline = record.baseline = baseline
+        if self.tracker is not None:
+            self.tracker.baseline(baseline.score, baseline.n_items)
         record.timings.baseline_s = round(time.monotonic() - t0, 2)
         atomic_write_text(self.run_dir / "baseline.json", baseline.model_dump_json(indent=2))
         split = " dev-split" if config.final == "hidden" else ""
@@ -258,6 +285,7 @@ class _TaskRun:
 
         self.summary = LiveSummary(self.run_dir, self.task.level)
         self.events = _RunEvents(progress, self.summary)
+        self.events.tracker = self.tracker
         self.grader = Grader(self.run_dir, self.ws.root, self.task, self.base, self.baseline,
                              GraderConfig(budget_s=self.config.budget_s,
                                           eval_timeout_s=self.config.eval_timeout_s,
@@ -294,6 +322,25 @@ class _TaskRun:
     def close(self, started: float) -> None:
         """Stop the grader and write the final record; never raises for the analysis."""
         record = self.record
+        try:
+            self._close_grader()
+        except Exception as exc:  # the record is written whatever failed before it
+            record.status = "failed"
+            record.exit_reason = record.exit_reason or "harness_error"
+            record.error = "; ".join(x for x in (record.error, "closing the run failed: " + (
+                f"the run directory's storage refused a write ({exc})" if storage_failure(exc)
+                else f"{type(exc).__name__}: {exc}")) if x)
+        record.ended_at = utcnow()
+        record.timings.total_s = round(time.monotonic() - started, 2)
+        self.save(final=True)
+        self.slot.close()
+        if self.summary is not None:
+            _analyze_quietly(self.run_dir, self.task, self.summary, self.console)
+        if self.tracker is not None:
+            self.tracker.finish()
+
+    def _close_grader(self) -> None:
+        record = self.record
         if self.server is not None:
             self.server.stop()
         if self.grader is not None:
@@ -313,11 +360,6 @@ class _TaskRun:
             record.best = self.grader.ledger.best()
             if record.best and record.baseline:
                 record.improvement = round(record.best.score - record.baseline.score, 4)
-        record.ended_at = utcnow()
-        record.timings.total_s = round(time.monotonic() - started, 2)
-        self.save()
-        if self.summary is not None:
-            _analyze_quietly(self.run_dir, self.task, self.summary, self.console)
 
 
 def run_flags(config: RunConfig, sandboxed: bool) -> list[str]:
@@ -421,10 +463,42 @@ def _run_one(config: RunConfig, *, console: Console | None, echo_agent: bool,
         raise
     finally:
         with closing():
-            part.close(started)
-            # evaluation children in flight when a signal stopped the run
-            kill_leftover_groups([part.run_dir])
+            close_parts([part], started, [part.run_dir])
     return part.record
+
+
+def close_parts(parts: list[_TaskRun], started: float, run_dirs: list[Path]) -> None:
+    """Close every part's record under a deadline (a recording.bounded_close): a stuck
+    evaluation never keeps the harness from exiting, and SIGTERM during the close is obeyed."""
+    config = parts[0].config
+    hidden = config.final == "hidden"
+    deadline = _CLOSE_S + (config.eval_timeout_s if hidden else 0.0)
+
+    def work() -> None:
+        for part in parts:
+            part.close(started)
+        # evaluation children in flight when a signal stopped the run
+        kill_leftover_groups(run_dirs)
+
+    def abandon(reason: str) -> None:
+        kill_leftover_groups(run_dirs)
+        for part in parts:
+            part.abandon(reason)
+
+    try:
+        bounded_close(work, deadline_s=deadline, grace_s=_CLOSE_GRACE_S,
+                      on_signal=lambda: kill_leftover_groups(run_dirs), on_abandon=abandon)
+    except Exception:
+        kill_leftover_groups(run_dirs)
+        raise
+
+
+_CLOSE_S = float(os.environ.get("A2RL_CLOSE_TIMEOUT", "300"))
+"""Seconds closing a run may take (stopping the grader, the ledger, run.json) before it is
+abandoned and run.json closed as it stands; the hidden final evaluation adds its timeout."""
+_CLOSE_GRACE_S = 10.0
+"""After a SIGTERM during the close: the evaluation children are killed at once, and the close
+gets this long to finish before run.json is closed as it stands."""
 
 
 def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
@@ -477,10 +551,7 @@ def _run_multi(config: RunConfig, *, console: Console | None = None, echo_agent:
         raise
     finally:
         with closing():
-            for part in parts:
-                part.close(started)
-            # evaluation children in flight when a signal stopped the run
-            kill_leftover_groups([root, *(p.run_dir for p in parts)])
+            close_parts(parts, started, [root, *(p.run_dir for p in parts)])
         atomic_write_text(root / "multi.json", json.dumps(
             {"run_id": run_id, "tasks": config.tasks,
              "runs": {p.task.name: str(p.run_dir) for p in parts},
@@ -536,6 +607,11 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
                 for entry in (*READ_ONLY_ENTRIES, GRADER_ENV) if (p.ws.root / entry).exists()
             ] + [path for p in parts for path in p.scaffold_read_only]
             masked, visible = task_mask_hooks(list_tasks())
+            if hasattr(sandbox, "limits"):
+                from a2rl.sandbox._limits import Limits
+
+                sandbox.limits = Limits.from_options(  # type: ignore[union-attr]
+                    config.agent_procs, config.agent_memory, config.agent_file_size)
             argv = sandbox.wrap(argv, workspace=ws.root, read_only=read_only, bridge=bridge,
                                 masks=sandbox_masks(masked, visible), env=agent_env)
             # The tracer runs outside the sandbox, around its command line, and writes the log
@@ -586,12 +662,14 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
 
             proc = AgentProcess(argv, env=agent_env, cwd=ws.root, secrets=secrets,
                                 transcript=agent_dir / "transcript.log",
+                                child_setup=sandbox.child_setup(),
                                 # plain Text: the agent's output is never parsed as markup
-                                echo=(lambda s: progress.console.print(
-                                    Text("  agent│ " + s, style="dim"), highlight=False))
+                                echo=(lambda s: echo_agent_line(progress.console, s))
                                 if echo_agent else None)
+            proof = process_proof(proc.proc.pid)  # for `runs repair`: pids are reused
             for part in parts:
                 part.record.agent_pgid = proc.proc.pid
+                part.record.agent_proof = proof
                 part.save()
                 if container := getattr(sandbox, "name", None):  # podman: for `runs repair`
                     atomic_write_text(part.run_dir / SANDBOX_FILE, json.dumps(
@@ -627,8 +705,11 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             hint = early_exit_hint(agent_dir / "transcript.log", code,
                                    parts[0].record.timings.agent_s) \
                 if reason == "agent_exited" else None
-            for line in hint or []:  # the transcript is the agent's text: never markup
-                console.print(Text(plain_text(line), style="yellow"), highlight=False)
+            for i, line in enumerate(hint or []):  # the transcript is the agent's text
+                if i >= 2 and line.startswith("  "):  # its lines, marked as the agent's
+                    echo_agent_line(console, plain_text(line[2:]))
+                else:
+                    console.print(Text(plain_text(line), style="yellow"), highlight=False)
             t2 = time.monotonic()
             for part, grader in zip(parts, graders, strict=True):
                 if not grader.wait_idle(timeout=config.eval_timeout_s + 60):
@@ -645,6 +726,21 @@ def _run_agent(config: RunConfig, agent: Agent, sandbox: Sandbox, driver_port: i
             for part in parts:
                 part.record.network_attempts = dict(proxy.counts)
         sandbox.cleanup()
+
+
+AGENT_PREFIX = "  agent│ "
+
+
+def echo_agent_line(console: Console, text: str) -> None:
+    """One line of the agent's output (already free of control characters) on the operator's
+    console: every screen line it takes starts with AGENT_PREFIX, so no part of it can pass
+    for a harness line (a long line is cut into pieces that each fit, never left to wrap)."""
+    from rich.cells import chop_cells
+    from rich.text import Text
+
+    for piece in chop_cells(text, max(20, console.width - len(AGENT_PREFIX))) or [""]:
+        console.print(Text(AGENT_PREFIX + piece, style="dim"), highlight=False, no_wrap=True,
+                      overflow="crop", crop=True)
 
 
 def _print_notes(agent: Agent, console: Console) -> None:

@@ -79,23 +79,31 @@ class AgentProcess:
     The reader thread that drains the agent's output never dies on what the agent prints
     (invalid UTF-8, lines without end, markup): if it did, the agent would block on a full
     pipe. `echo` gets each line as plain text (control characters removed); it must not
-    interpret markup.
+    interpret markup. `child_setup` runs in the child before exec (the sandbox's resource
+    limits).
     """
 
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, transcript: Path,
                  echo: Callable[[str], None] | None = None, pass_fds: tuple[int, ...] = (),
-                 secrets: list[str] | None = None) -> None:
+                 secrets: list[str] | None = None,
+                 child_setup: Callable[[], None] | None = None) -> None:
         transcript.parent.mkdir(parents=True, exist_ok=True)
         self._log = transcript.open("ab")
         # Arrival time of each transcript line, for event logs built from native CLI streams.
         self._times = transcript.with_suffix(".times").open("a")
         self._secrets = [s.encode() for s in (secrets or []) if s]
         self._t0 = time.monotonic()
+
+        def preexec() -> None:
+            _die_with_harness()
+            if child_setup is not None:
+                child_setup()
+
         # close_fds (the default) and no pass_fds: the sandbox inherits stdio only.
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, pass_fds=pass_fds,
-                                     preexec_fn=_die_with_harness)
+                                     preexec_fn=preexec)
         self._pump = threading.Thread(target=self._copy_output, args=(echo,), daemon=True)
         self._pump.start()
 

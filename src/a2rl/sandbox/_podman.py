@@ -11,8 +11,8 @@ environment), never on the command line.
 
 What this machine needed (and a cluster may too), found by probing (`PODMAN_OPTION_SETS`):
 - `--ulimit nofile=… --ulimit nproc=…` set to the current limits (nproc at most conmon's
-  32768): podman's defaults (1048576) exceed the hard limits of a container without
-  CAP_SYS_RESOURCE and crun/runc fail at setrlimit;
+  32768 and the run's process limit): podman's defaults (1048576) exceed the hard limits of a
+  container without CAP_SYS_RESOURCE and crun/runc fail at setrlimit;
 - on a cgroup v1/hybrid host: `--runtime runc --cgroup-manager cgroupfs` (crun refuses hybrid
   cgroups) and a tmpfs over /sys/fs/cgroup (runc cannot bind a nested v1 hierarchy);
 - `--storage-driver vfs` where overlayfs is unavailable.
@@ -28,12 +28,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2rl._errors import A2RLError
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
+from a2rl.sandbox._limits import Limits
 from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._sandbox import (
     MASKED_DIRS,
@@ -98,6 +99,7 @@ class PodmanSandbox:
     name: str = field(default_factory=lambda: f"a2rl-{secrets.token_hex(6)}")
     """Container name (for `podman rm -f` at cleanup)."""
     _roots: list[Path] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def traceable(self) -> bool:
@@ -157,7 +159,8 @@ class PodmanSandbox:
                 "--hostname", "a2rl-sandbox", "--ipc", "private",
                 "--cap-drop", "all", "--security-opt", "no-new-privileges",
                 "--ulimit", f"nofile={_limit(resource.RLIMIT_NOFILE)}",
-                "--ulimit", f"nproc={_limit(resource.RLIMIT_NPROC, _NPROC_CAP)}",
+                "--ulimit", f"nproc={_limit(resource.RLIMIT_NPROC, min(_NPROC_CAP, self.limits.procs))}",
+                *self.limits.podman_args(),
                 "--tmpfs", "/sys/fs/cgroup:notmpcopyup", "--tmpfs", "/tmp:mode=1777,notmpcopyup",
                 "--tmpfs", "/tmp/home:mode=1777,notmpcopyup",
                 "--user", f"{SANDBOX_UID}:{SANDBOX_UID}", "--workdir", str(ws)]
@@ -200,6 +203,9 @@ class PodmanSandbox:
             args += ["-e", f"HOME={env[key]}" if key == "HOME" else key]
         args += ["--rootfs", str(self._rootfs()), *argv]
         return args
+
+    def child_setup(self) -> Callable[[], None] | None:
+        return None  # the container's limits are podman's options, set by the OCI runtime
 
     def cleanup(self) -> None:
         try:

@@ -6,9 +6,17 @@ attempt to `agent/network.jsonl` (time, host, port, allowed or denied and why): 
 record of every connection the agent made or tried.
 
 Allow-list entries: `host` (ports 80 and 443), `host:port`, `*.domain` (any subdomain).
-A name that is allowed but resolves to a loopback, link-local or private address is refused
-unless the entry names that address or `localhost` itself: otherwise an allowed name
-re-pointed at 127.0.0.1 would reach the host's own services (other runs' graders).
+
+Destinations that are not public addresses (loopback, private, link-local including the
+169.254.169.254 metadata service, multicast, reserved, unspecified; IPv6 forms embedding such
+an IPv4 address) are refused however they are spelled: a numeric host is read the way
+`socket.inet_aton` reads it (`2130706433`, `0x7f000001`, `0177.0.0.1`, `127.1`), IPv4-mapped
+IPv6 (`[::ffff:127.0.0.1]`) is unwrapped, and a name is resolved and every address it resolves
+to is checked. The proxy then connects to the checked address (never re-resolving the name, so
+a second DNS answer cannot point it elsewhere). The one exception is an entry that is itself
+the address in canonical form with its port (`127.0.0.1:8000`): the operator named that very
+local service. Otherwise an allowed name re-pointed at 127.0.0.1 would reach the host's own
+services (other runs' graders).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,22 +89,74 @@ class AllowEntry:
             return host.endswith(self.host[1:])
         return host == self.host
 
-    @property
-    def names_local(self) -> bool:
-        """The entry itself names a local address (a test server, a local driver)."""
-        return self.host == "localhost" or _is_local(self.host)
+    def names_address(self, address: str, port: int) -> bool:
+        """The entry is exactly `address` (canonical form) with `port`: the operator allowed
+        that local service by name."""
+        return self.port == port and self.host == address
 
     def __str__(self) -> str:
         return self.host if self.port is None else f"{self.host}:{self.port}"
 
 
-def _is_local(host: str) -> bool:
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _literal_address(host: str) -> str | None:
+    """The canonical address a numeric host stands for (None for a name): IPv6 (brackets and
+    zone removed, IPv4-mapped unwrapped), dotted quads, and every form `inet_aton` accepts
+    (`127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`)."""
+    text = host.strip().lower().rstrip(".")
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    text = text.split("%", 1)[0]
     try:
-        ip = ipaddress.ip_address(host)
+        ip: IPAddress = ipaddress.ip_address(text)
     except ValueError:
-        return False
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified \
-        or ip.is_multicast or ip.is_reserved
+        if not text or any(c not in "0123456789abcdefx." for c in text):
+            return None
+        try:
+            ip = ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
+def _not_public(address: str) -> str | None:
+    """Why `address` (canonical) is not a public destination, or None when it is one."""
+    ip = ipaddress.ip_address(address)
+    embedded: list[IPAddress] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded += [e for e in (ip.ipv4_mapped, ip.sixtofour,
+                                 ip.teredo[1] if ip.teredo else None) if e is not None]
+    for one in embedded:
+        for name in ("loopback", "unspecified", "link_local", "multicast", "private",
+                     "reserved"):
+            if getattr(one, f"is_{name}"):
+                return f"{name.replace('_', '-')} address {address}"
+        if not one.is_global:
+            return f"non-public address {address}"
+    return None
+
+
+def choose_address(resolved: Sequence[str]) -> tuple[str | None, str]:
+    """(the address to connect to, reason) for a name that resolved to `resolved`: refused
+    (None) when any of them is not public, since a later lookup may answer with any of them;
+    else the first, which the proxy then connects to without resolving the name again."""
+    addrs = [a for a in (_literal_address(r) for r in resolved) if a is not None]
+    if not addrs:
+        return None, "resolves to no address"
+    refused = [why for a in addrs if (why := _not_public(a)) is not None]
+    if refused:
+        return None, ("resolves to a local address (" + ", ".join(sorted(set(addrs)))
+                      + f"; {refused[0]}): only public destinations are proxied")
+    return addrs[0], "public"
+
+
+def _is_local(host: str) -> bool:
+    address = _literal_address(host)
+    return address is not None and _not_public(address) is not None
 
 
 class EgressProxy:
@@ -125,7 +185,17 @@ class EgressProxy:
             self._log.flush()
 
     async def _decide(self, host: str, port: int) -> tuple[str | None, str]:
-        """(address to connect to, reason); address None = refused."""
+        """(address to connect to, reason); address None = refused. Every address the host
+        stands for is checked, and the one returned is what the proxy connects to."""
+        literal = _literal_address(host)
+        if literal is not None:
+            why = _not_public(literal)
+            if why is not None and not any(e.names_address(literal, port) for e in self.allow):
+                return None, f"{host} is a {why}: only public destinations are proxied"
+            entries = [e for e in self.allow if e.matches(host, port) or e.matches(literal, port)]
+            if not entries:
+                return None, "not on the allow-list"
+            return literal, "allowed by " + str(entries[0])
         entries = [e for e in self.allow if e.matches(host, port)]
         if not entries:
             return None, "not on the allow-list"
@@ -134,10 +204,8 @@ class EgressProxy:
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError as exc:
             return None, f"cannot resolve: {exc.strerror or exc}"
-        addrs = [str(i[4][0]) for i in infos]
-        if any(_is_local(a) for a in addrs) and not any(e.names_local for e in entries):
-            return None, "resolves to a local address (" + ", ".join(sorted(set(addrs))) + ")"
-        return addrs[0], "allowed by " + str(entries[0])
+        address, why = choose_address([str(i[4][0]) for i in infos])
+        return address, why if address is None else "allowed by " + str(entries[0])
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -173,7 +241,7 @@ class EgressProxy:
             host, port = url.hostname, url.port or 80
             path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             forward = f"{method} {path} {version}\r\n".encode("latin-1") + rest
-        host = host.lower().rstrip(".")
+        host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
         address, reason = await self._decide(host, port)
         self._record(host, port, method, address is not None, reason)
         if address is None:

@@ -7,7 +7,8 @@ that all meet one contract, checked by the adversarial suite (tests/test_sandbox
   runs, the invoking user's home, /etc secrets, dataset caches, and held-out data shipped in
   the mounted Python environment (`a2rl.sandbox._masks`);
 - its own PID namespace; an unprivileged uid (file permissions apply); stdio as the only
-  inherited descriptors;
+  inherited descriptors; finite process, memory and file-size limits (`a2rl.sandbox._limits`,
+  applied by `child_setup()` in the child before exec, or by podman's own options);
 - network `allowlist` (default) or `none`: its own network namespace where only relayed
   loopback ports answer (the grader, a local driver, and under allowlist the egress proxy that
   records every connection); `full` shares the host's (flagged in run.json and reports).
@@ -21,13 +22,14 @@ import glob
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
 from a2rl._errors import A2RLError
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
+from a2rl.sandbox._limits import Limits, PidsCgroup, apply_rlimits
 from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.workspace import READ_ONLY_ENTRIES
 
@@ -81,6 +83,11 @@ class Sandbox(Protocol):
         pass its own environment on forwards these names)."""
         ...
 
+    def child_setup(self) -> Callable[[], None] | None:
+        """What the harness runs in the sandbox's first process before exec (resource limits
+        for backends that inherit them), or None."""
+        ...
+
     def cleanup(self) -> None:
         """Remove whatever the backend left running or on disk (idempotent)."""
         ...
@@ -108,6 +115,9 @@ class NoSandbox:
                             "use --sandbox bwrap or podman, or --network full with "
                             "--no-sandbox")
         return list(argv)
+
+    def child_setup(self) -> Callable[[], None] | None:
+        return None
 
     def cleanup(self) -> None:
         return None
@@ -155,6 +165,8 @@ class BwrapSandbox:
     kind: SandboxKind = "bwrap"
     sandboxed: bool = True
     executable: str = "bwrap"
+    limits: Limits = field(default_factory=Limits)
+    _cgroup: PidsCgroup | None = None
 
     @property
     def traceable(self) -> bool:
@@ -218,8 +230,23 @@ class BwrapSandbox:
         args += ["--remount-ro", "/", "--chdir", ws, "--"]
         return args + list(argv)
 
+    def child_setup(self) -> Callable[[], None] | None:
+        """Lower the rlimits (inherited by bwrap and everything inside) and join a fresh
+        pids cgroup where one can be made (the only process cap for a root-run harness)."""
+        if self._cgroup is None:
+            self._cgroup = PidsCgroup.create(self.limits.procs)
+        cgroup, pairs = self._cgroup, self.limits.rlimits(bool(gpu_devices()))
+
+        def setup() -> None:
+            if cgroup is not None:
+                cgroup.enter()
+            apply_rlimits(pairs)
+
+        return setup
+
     def cleanup(self) -> None:
-        return None
+        if self._cgroup is not None:
+            self._cgroup.remove()
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from a2rl._util import atomic_write_text
-from a2rl.sweep._matrix import CellSpec, LogOptions
+from a2rl.records import TrackingConfig
+from a2rl.sweep._matrix import CellSpec
 
 if TYPE_CHECKING:
     from a2rl.runner import RunConfig
@@ -50,8 +51,8 @@ class Job(BaseModel):
     """Run id (cells) or the attempt's label (baselines)."""
     spec: CellSpec
     """The cell (a baseline job: any cell of its group)."""
-    log: LogOptions | None = None
-    """Log the finished run to a tracker."""
+    log: TrackingConfig | None = None
+    """The tracker the run logs to while it goes (the matrix's `log:`)."""
     cuda_visible_devices: str | None = None
     """Local backend: the GPUs handed to this cell."""
 
@@ -206,6 +207,8 @@ def _joined(job: Job) -> RunConfig:
 
     sweep_dir = Path(job.sweep_dir)
     config = _config(job.spec, sweep_dir)
+    if job.log is not None and config.tracking is None:
+        config = config.model_copy(update={"tracking": job.log})
     return join_study(config, read_study(sweep_dir / "study.json"))
 
 
@@ -263,14 +266,6 @@ def _run_cell(job: Job) -> int:
         if not local.exists():
             shutil.copyfile(shared / f"{key}.json", local)
     record = run(config, console=Console(), run_id=job.run_id)
-    if job.log is not None:
-        from a2rl.sweep._tracking import log_run
-
-        try:
-            log_run(run_dir_of(job), job.log)
-        except Exception as exc:  # a tracker problem never fails the run
-            Console().print(f"logging to {job.log.to} failed: {type(exc).__name__}: {exc}",
-                            markup=False)
     return 0 if record.status == "finished" else 1
 
 

@@ -21,6 +21,7 @@ from pydantic import (
 
 from a2rl._errors import A2RLError
 from a2rl._util import parse_duration, stable_hash
+from a2rl.records import TrackingConfig
 
 Backend = Literal["local", "ray", "slurm"]
 
@@ -234,19 +235,6 @@ class SlurmOptions(_Strict):
 
 
 
-class LogOptions(_Strict):
-    """Per-run logging to an experiment tracker."""
-
-    to: Literal["wandb", "mlflow"]
-    """Which tracker."""
-    project: str = "a2rl"
-    """W&B project / MLflow experiment name."""
-    tracking_uri: str | None = None
-    """MLflow tracking URI (None: MLflow's default ./mlruns)."""
-    mode: Literal["online", "offline"] | None = None
-    """W&B mode (offline: write locally, `wandb sync` later)."""
-
-
 class Matrix(_Strict):
     """A sweep file (YAML). See examples/sweeps/."""
 
@@ -290,7 +278,7 @@ class Matrix(_Strict):
     """Backend ray."""
     slurm: SlurmOptions = Field(default_factory=lambda: SlurmOptions())
     """Backend slurm."""
-    log: LogOptions | None = None
+    log: TrackingConfig | None = None
     """Log each finished run to W&B or MLflow."""
 
 

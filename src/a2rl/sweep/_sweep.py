@@ -22,8 +22,9 @@ from rich.console import Console
 from a2rl._errors import A2RLError
 from a2rl._report_console import safe
 from a2rl._util import utcnow
+from a2rl.records import TrackingConfig
 from a2rl.sweep._cell import Job, JobResult, run_dir_of
-from a2rl.sweep._matrix import CellSpec, LogOptions, Matrix, expand
+from a2rl.sweep._matrix import CellSpec, Matrix, expand
 from a2rl.sweep._state import (
     Attempt,
     CellResult,
@@ -181,7 +182,7 @@ class _Work:
     """One cell or one baseline group in the driver's queue."""
 
     def __init__(self, kind: str, key: str, spec: CellSpec, state: CellState | None,
-                 max_attempts: int, log: LogOptions | None) -> None:
+                 max_attempts: int, log: TrackingConfig | None) -> None:
         self.kind, self.key, self.spec, self.state = kind, key, spec, state
         self.max_attempts, self.log = max_attempts, log
         self.attempts = len(state.attempts) if state else 0

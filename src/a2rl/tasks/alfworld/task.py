@@ -104,7 +104,8 @@ CPU. ReAct kept the whole history."""
 MAX_NEW_TOKENS = 100
 """ReAct's per-step generation limit; the longest thought in the examples is ~60 tokens."""
 STOP = ("\n",)
-INSTALL_FIX = "pip install 'a2rl-bench[alfworld]' (or: pip install alfworld; it compiles jericho and fast-downward)"
+INSTALL_FIX = ("pip install 'a2rl-bench[alfworld]' "
+               "(or: pip install alfworld; it compiles jericho and fast-downward)")
 INTRO = "Interact with a household to solve a task. Here are two examples.\n"
 REPLY_FORMAT = ("Reply with exactly one line: either `think: <your reasoning>` or one command "
                 "(without the `> `), like the lines after `> ` in the examples.\n")

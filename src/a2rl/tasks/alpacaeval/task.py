@@ -293,7 +293,8 @@ class AlpacaEvalTask(StaticTextTask):
         if p.judge_protocol == "alpaca_eval" and not annotator.available():
             raise A2RLError("judge_protocol=alpaca_eval needs the alpaca_eval package, which is not "
                             "installed",
-                            "pip install 'a2rl-bench[judge]' (alpaca_eval), or use a2rl's own pairwise judge: "
+                            "pip install 'a2rl-bench[judge]' (alpaca_eval), or use a2rl's own pairwise "
+                            "judge: "
                             "--task-opt judge_protocol=a2rl (recorded as a different judge)")
         return JudgeSettings.resolve(base_url=p.judge_base_url, model=p.judge_model,
                                      timeout_s=p.judge_timeout_s, max_retries=p.judge_max_retries,

