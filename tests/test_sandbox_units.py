@@ -16,6 +16,7 @@ import pytest
 
 from a2rl._errors import A2RLError
 from a2rl._report_console import plain_text, safe
+from a2rl.agents import get_agent
 from a2rl.sandbox import AllowEntry, EgressProxy, Masks, default_allow_list, start_sandbox
 
 
@@ -33,11 +34,12 @@ def test_allow_entries_parse_and_match() -> None:
 
 
 def test_default_allow_list_follows_the_agent_and_driver() -> None:
-    assert "api.anthropic.com" in default_allow_list("claude-code", None, [])
-    assert default_allow_list("codex", "https://llm.corp:8443/v1", []) == ["llm.corp:8443"]
+    claude, codex = (get_agent(n).api_hosts for n in ("claude-code", "codex"))
+    assert "api.anthropic.com" in default_allow_list(claude, None, [])
+    assert default_allow_list(codex, "https://llm.corp:8443/v1", []) == ["llm.corp:8443"]
     # a loopback driver is relayed, not proxied
-    assert default_allow_list("codex", "http://127.0.0.1:8000/v1", ["x.org"]) == ["x.org"]
-    assert "pypi.org" in default_allow_list("cmd:x", None, [], package_indexes=True)
+    assert default_allow_list(codex, "http://127.0.0.1:8000/v1", ["x.org"]) == ["x.org"]
+    assert "pypi.org" in default_allow_list((), None, [], package_indexes=True)
 
 
 async def _ask(proxy: EgressProxy, request: bytes) -> bytes:

@@ -53,6 +53,9 @@ class AgentContext:
 class Agent(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    api_hosts: ClassVar[tuple[str, ...]] = ()
+    """Hosts its own API lives on: the default egress allow-list of a run with this agent
+    (`--driver-base-url` adds that host, `--allow-host` more)."""
 
     @abstractmethod
     def command(self, ctx: AgentContext) -> list[str]:

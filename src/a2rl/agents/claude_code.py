@@ -59,6 +59,7 @@ class ClaudeCodeAgent(CLIAgent):
     """Anthropic's Claude Code CLI, headless (print mode, stream-json, permissions bypassed).
     Options: reprompt, reserve_s, effort, max_budget_usd, bash_timeout_ms, small_model,
     partial (see the module docstring)."""
+    api_hosts = ("api.anthropic.com", "statsig.anthropic.com")
 
     name = "claude-code"
     description = "Claude Code CLI (Anthropic), headless, driver via the Messages API"

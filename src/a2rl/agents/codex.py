@@ -76,6 +76,7 @@ class CodexAgent(CLIAgent):
     """OpenAI Codex CLI, headless (`codex exec --json`), approvals and its own sandbox off.
     Options: reprompt=1, reserve_s=<s>, reasoning_effort=<level>,
     web_search=<disabled|cached|live>."""
+    api_hosts = ("api.openai.com", "chatgpt.com")
 
     name = "codex"
     description = "OpenAI Codex CLI (codex exec), driver gpt-6.2-sol by default"

@@ -86,6 +86,7 @@ class GeminiAgent(CLIAgent):
     """Google's Gemini CLI, headless (-p, stream-json, approval mode yolo).
     Options: reprompt, reserve_s, loop_detection, shell_inactivity_s, side_model (see the
     module docstring)."""
+    api_hosts = ("generativelanguage.googleapis.com", "oauth2.googleapis.com")
 
     name = "gemini"
     description = "Gemini CLI (Google), headless, driver via the Gemini API"

@@ -100,6 +100,7 @@ class OpenCodeAgent(CLIAgent):
     """SST's OpenCode CLI, headless (`opencode run --format json`, permissions all allowed).
     Options: reprompt, reserve_s, variant, small_model, bash_timeout_ms (see the module
     docstring)."""
+    api_hosts = ("api.anthropic.com", "api.openai.com", "openrouter.ai", "models.dev")
 
     name = "opencode"
     description = "OpenCode CLI (any models.dev provider, or an OpenAI-compatible endpoint)"

@@ -96,6 +96,7 @@ def venv_base_prefix(venv: Path) -> Path | None:
 class OpenHandsAgent(CLIAgent):
     """OpenHands CLI, headless (`openhands --headless --json`), local runtime, actions
     auto-approved. Options: reprompt=1, reserve_s=<s>."""
+    api_hosts = ("api.anthropic.com", "api.openai.com", "openrouter.ai")
 
     name = "openhands"
     description = "OpenHands CLI (V1, local runtime), headless, driver via litellm"

@@ -751,16 +751,16 @@ def _print_notes(agent: Agent, console: Console) -> None:
 
 
 def _allow_list(config: RunConfig, agent: Agent, parts: list[_TaskRun]) -> list[str]:
-    """The derived allow-list: the agent's API hosts (its own `network_hosts()` if it declares
-    them, else a2rl's table) or the driver endpoint's host, package indexes when every task
+    """The derived allow-list: the agent's API hosts (its own `network_hosts()` if it has one,
+    else its declared `api_hosts`) or the driver endpoint's host, package indexes when every task
     permits them (`Task.allow_package_index`), and --allow-host."""
     hook = getattr(agent, "network_hosts", None)
     own = list(hook(config.driver_base_url)) if callable(hook) else None
     packages = all(bool(getattr(p.task, "allow_package_index", False)) for p in parts)
-    hosts = default_allow_list(config.agent, config.driver_base_url, own or [],
+    hosts = default_allow_list(agent.api_hosts, config.driver_base_url, own or [],
                                package_indexes=packages) if own is None else own
     if own is not None and packages:
-        hosts += default_allow_list("", None, [], package_indexes=True)
+        hosts += default_allow_list((), None, [], package_indexes=True)
     return list(dict.fromkeys([*hosts, *config.allow_hosts]))
 
 

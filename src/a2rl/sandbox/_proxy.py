@@ -36,15 +36,6 @@ from a2rl._errors import A2RLError
 
 _MAX_HEADER = 64 * 1024
 _DEFAULT_PORTS = (80, 443)
-# Hosts a launcher's own API lives on (when it does not say so itself): the default
-# allow-list of hosted CLI agents. `--driver-base-url` adds its host; `--allow-host` adds more.
-AGENT_API_HOSTS: dict[str, tuple[str, ...]] = {
-    "claude-code": ("api.anthropic.com", "statsig.anthropic.com"),
-    "codex": ("api.openai.com", "chatgpt.com"),
-    "gemini": ("generativelanguage.googleapis.com", "oauth2.googleapis.com"),
-    "opencode": ("api.anthropic.com", "api.openai.com", "openrouter.ai", "models.dev"),
-    "openhands": ("api.anthropic.com", "api.openai.com", "openrouter.ai"),
-}
 PACKAGE_INDEX_HOSTS = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org")
 
 
@@ -293,10 +284,11 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-def default_allow_list(agent: str, driver_base_url: str | None, extra: Iterable[str],
-                       *, package_indexes: bool = False) -> list[str]:
-    """The run's allow-list: the agent's API hosts (or its driver endpoint's host when one is
-    given), package indexes when the task permits them, and every `--allow-host`."""
+def default_allow_list(agent_hosts: Iterable[str], driver_base_url: str | None,
+                       extra: Iterable[str], *, package_indexes: bool = False) -> list[str]:
+    """The run's allow-list: the agent's API hosts (`Agent.api_hosts`; its driver endpoint's
+    host instead when one is given), package indexes when the task permits them, and every
+    `--allow-host`."""
     hosts: list[str] = []
     if driver_base_url:
         from urllib.parse import urlsplit
@@ -305,7 +297,7 @@ def default_allow_list(agent: str, driver_base_url: str | None, extra: Iterable[
         if parts.hostname and not _is_local(parts.hostname) and parts.hostname != "localhost":
             hosts.append(parts.hostname + (f":{parts.port}" if parts.port else ""))
     else:
-        hosts += AGENT_API_HOSTS.get(agent, ())
+        hosts += list(agent_hosts)
     if package_indexes:
         hosts += PACKAGE_INDEX_HOSTS
     hosts += list(extra)
