@@ -232,6 +232,13 @@ class SlurmOptions(_Strict):
     """Shell lines run before each job (module load …, source venv/bin/activate)."""
     cluster: Literal["slurm", "local"] = "slurm"
     """`local`: the same jobs through submitit's local executor (tests, a single box)."""
+    driver_time: Duration | None = None
+    """Time limit of the sweep driver's own job (`a2rl sweep --as-job`; default 3 days).
+    A driver that reaches it stops like a cancelled one: resubmitting resumes the sweep."""
+    driver_cpus: int = Field(default=2, ge=1)
+    """CPUs of the driver's job (it only submits and watches the cells' jobs)."""
+    driver_mem_gb: float = Field(default=8.0, gt=0)
+    """Memory of the driver's job."""
 
 
 
