@@ -434,3 +434,17 @@ def test_summary_reads_as_prose_and_a_refused_path_is_not_a_training_failure(tmp
     assert f"refused by the grader before any evaluation: {reason}" in text
     assert "baseline 10.00, best **30.00**, improvement +20.00" in text
     assert "2 submissions, 50% of them valid" in text
+
+
+def test_training_size_and_steps_are_what_the_training_recorded() -> None:
+    """A time-limited run stops before its planned steps: the steps it reached and the rows it
+    trained on (saved with the model) are what the summary reports, not the arguments."""
+    from a2rl.analysis._analyze import _args_config
+
+    saved = {"lr": 1e-4, "steps": 60, "max_train": 0, "step": 26, "examples": 1952}
+    files = {"output/rft/c1/a2rl_train_args.json": json.dumps(saved)}
+    config = _args_config(files, "output/rft/c1")
+    assert (config["steps"], config["data_size"], config["lr"]) == (26, 1952, 1e-4)
+    # without a record of what was done, the arguments stay (0 = "all rows" is no size)
+    files = {"output/v1/a2rl_train_args.json": json.dumps({"steps": 60, "max_train": 0})}
+    assert _args_config(files, "output/v1") == {"steps": 60}

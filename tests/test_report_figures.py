@@ -114,3 +114,14 @@ def test_record_text_is_not_plotly_markup() -> None:
     names = [t["name"] for t in data["data"]]
     assert 'submission (&lt;a href="http://attacker.invalid/x">SFT&lt;/a>)' in names
     assert "<a " not in json.dumps(data) and "<extra></extra>" in json.dumps(data)
+
+
+def test_a_refused_submission_marks_no_route_change() -> None:
+    """A path refused before evaluation (`../../etc`) has no route: the copy before it and the
+    trained model after it are one change (Copy→SFT-only), the refusal none."""
+    subs = [_sub(0.1, 51.0, 51.0, route="Copy", status="baseline_copy"),
+            _sub(0.3, None, 51.0, seq=2, route="Placeholder/Missing", status="rejected"),
+            _sub(0.6, 55.0, 55.0, seq=3, route="SFT-only")]
+    fig = _some(F.trajectory(subs, 51.0, "t", budget_h=1.0))
+    changes = [a.text for a in fig.layout.annotations if "→" in (a.text or "")]
+    assert changes == ["Copy→SFT-only ✓"]

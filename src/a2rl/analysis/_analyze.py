@@ -51,6 +51,9 @@ _CONFIG_KEYS = {"learning_rate": "lr", "lr": "lr", "num_train_epochs": "epochs",
                 "batch_size": "batch", "r": "lora_rank", "lora_r": "lora_rank",
                 "lora_alpha": "lora_alpha", "num_generations": "num_generations", "beta": "beta",
                 "max_train": "data_size", "max_length": "max_length"}
+# Fields of an args file that record what was done (not what was asked for).
+_DONE_KEYS = {"step": "steps", "global_step": "steps", "examples": "data_size",
+              "n_examples": "data_size", "train_samples": "data_size"}
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
 _OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o",
               "--save_path", "--save-path", "--out_dir", "--out-dir")
@@ -243,6 +246,12 @@ def _args_config(files: dict[str, str], model_path: str) -> dict[str, Any]:
               if k in _CONFIG_KEYS and isinstance(v, int | float) and not isinstance(v, bool)}
     if config.get("data_size") == 0:  # "0 = all rows" in the reference script: not a size
         del config["data_size"]
+    # What the training did, where it says so, outranks what it was asked for: the steps it
+    # reached (a time-limited run stops early) and the examples it trained on.
+    for key, name in _DONE_KEYS.items():
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            config[name] = value
     return config
 
 

@@ -168,15 +168,20 @@ def trajectory(subs: Sequence[dict[str, Any]], baseline: float | None, title: st
     if baseline is not None:
         fig.add_hline(y=baseline, line_dash="dash", line_color="gray",
                       annotation_text=f"baseline {baseline:.2f}")
+    # Route changes between submissions whose code was evaluated: one refused before any
+    # evaluation (its path, its size) is no route and changes none.
+    prev: int | None = None
     prev_best: float | None = None
     for i, s in enumerate(subs):
-        if i and routes[i] != routes[i - 1]:
+        if s.get("status") == "rejected":
+            continue
+        if prev is not None and routes[i] != routes[prev]:
             ok = s.get("best_so_far") is not None and (prev_best is None
                                                        or s["best_so_far"] > prev_best)
             fig.add_vline(x=xs[i], line_dash="dot", line_color="green" if ok else "red",
-                          annotation_text=f"{routes[i - 1]}→{routes[i]} {'✓' if ok else '✗'}",
+                          annotation_text=f"{routes[prev]}→{routes[i]} {'✓' if ok else '✗'}",
                           annotation_font_size=10)
-        prev_best = s.get("best_so_far")
+        prev, prev_best = i, s.get("best_so_far")
     fig.update_xaxes(title=x_title)
     if x_title == "elapsed hours":
         _time_axis(fig, budget_h, xs)

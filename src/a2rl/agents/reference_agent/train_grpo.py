@@ -44,6 +44,7 @@ def main() -> None:
     args = ap.parse_args()
 
     rows = load_rows(args)
+    args.examples = len(rows)  # recorded with the model (a2rl_train_args.json)
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": r["prompt"]}],
                                   "answer": str(r["answer"])} for r in rows])
     tokenizer = AutoTokenizer.from_pretrained(args.model)

@@ -144,6 +144,7 @@ def main() -> None:
     args = ap.parse_args()
 
     rows = load_rows(args)
+    args.examples = len(rows)  # recorded with the model (a2rl_train_args.json)
     dataset = Dataset.from_list([
         {"prompt": r["prompt_messages"] if "prompt_messages" in r
          else [{"role": "user", "content": r["prompt"]}],
