@@ -638,3 +638,47 @@ def _fake_run(run_dir: Path) -> None:
         best=dict(submission_id="s1", score=40.0), improvement=10.0))
     run_dir.mkdir(parents=True)
     (run_dir / "run.json").write_text(record.model_dump_json())
+
+
+def test_agent_and_evaluation_gpus_are_given_as_such(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """resources: {gpus: 1, eval_gpus: 1}: the cell asks its backend for 2 devices, its agent
+    sees the first, the run evaluates on the second (never the agent's)."""
+    import sys
+
+    import a2rl.sweep._cell
+    from a2rl.sweep._backends import LocalBackend, SlurmBackend
+    from a2rl.sweep._cell import Job, execute_job
+
+    data = small_matrix(tmp_path, "local", tasks=[ARITH], repeats=1, reference=False,
+                        resources={"gpus": 1, "eval_gpus": 1, "cpus": 1})
+    (spec,) = expand(parse_matrix(data), "s")
+    assert spec.resources.devices == 2
+    # the child records what it was given: its GPUs and the run config's eval_gpus
+    seen = tmp_path / "seen.json"
+    probe = ("import json, os, sys; job = json.load(open(sys.argv[1])); "
+             f"json.dump({{'cuda': os.environ.get('CUDA_VISIBLE_DEVICES'), "
+             f"'eval': job['spec']['run']['eval_gpus']}}, open({str(seen)!r}, 'w'))")
+    monkeypatch.setattr(a2rl.sweep._cell, "child_command",
+                        lambda job_file: [sys.executable, "-c", probe, str(job_file)])
+    job = Job(kind="baseline", sweep_dir=str(tmp_path / "sw"), key="g", attempt=1, run_id="b",
+              spec=spec, cuda_visible_devices="3,5,6")
+    execute_job(job)
+    assert json.loads(seen.read_text()) == {"cuda": "3", "eval": "5"}
+    # fewer devices than asked for: the attempt fails with the reason, nothing runs
+    seen.unlink()
+    result = execute_job(job.model_copy(update={"cuda_visible_devices": "3"}))
+    assert result.outcome == "harness_failed" and "1 are visible here" in (result.reason or "")
+    assert not seen.exists()
+    # the local backend hands out both; Slurm asks for both on the node
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert LocalBackend(1).can_start(job)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert not LocalBackend(1).can_start(job)
+    pytest.importorskip("submitit")
+    slurm = SlurmBackend(parse_matrix({**data, "backend": "slurm",
+                                       "slurm": {"cluster": "local"}}), tmp_path / "sl")
+    assert slurm._executor(job).parameters["gpus_per_node"] == 2
+    # device ids in run.eval_gpus and a count in resources.eval_gpus: refused, with the fix
+    with pytest.raises(A2RLError, match="evaluation GPUs twice"):
+        expand(parse_matrix({**data, "run": {**data["run"], "eval_gpus": "1"}}), "s")

@@ -69,10 +69,10 @@ class LocalBackend:
         self._jobs: dict[cf.Future[JobResult], Job] = {}
 
     def can_start(self, job: Job) -> bool:
-        return len(self.free_gpus) >= math.ceil(job.spec.resources.gpus)
+        return len(self.free_gpus) >= job.spec.resources.devices
 
     def submit(self, job: Job) -> cf.Future[JobResult]:
-        n = math.ceil(job.spec.resources.gpus)
+        n = job.spec.resources.devices
         taken, self.free_gpus = self.free_gpus[:n], self.free_gpus[n:]
         if n:
             job = job.model_copy(update={"cuda_visible_devices": ",".join(taken)})
@@ -135,7 +135,8 @@ class RayBackend:
 
     def submit(self, job: Job) -> Any:
         r = job.spec.resources
-        options: dict[str, Any] = {"num_cpus": r.cpus, "num_gpus": r.gpus, "max_retries": 0}
+        options: dict[str, Any] = {"num_cpus": r.cpus, "num_gpus": r.gpus + r.eval_gpus,
+                                   "max_retries": 0}
         if r.mem_gb:
             options["memory"] = int(r.mem_gb * 1024**3)
         if self.runtime_env:
@@ -186,7 +187,7 @@ class SlurmBackend:
         limit = o.time or (job.spec.budget_s + 2 * job.spec.run.eval_timeout + 1800)
         params: dict[str, Any] = {
             "timeout_min": max(1, math.ceil(limit / 60)), "name": f"a2rl-{job.key}",
-            "cpus_per_task": max(1, math.ceil(r.cpus)), "gpus_per_node": math.ceil(r.gpus),
+            "cpus_per_task": max(1, math.ceil(r.cpus)), "gpus_per_node": r.devices,
             "nodes": 1, "tasks_per_node": 1,
             "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
             "slurm_constraint": o.constraint,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text
 from a2rl.records import TrackingConfig
 from a2rl.sweep._matrix import CellSpec
@@ -116,16 +118,44 @@ def child_command(job_file: Path) -> list[str]:
     return [sys.executable, "-m", "a2rl.sweep._child", str(job_file)]
 
 
+def split_devices(job: Job) -> tuple[str | None, Job]:
+    """(CUDA_VISIBLE_DEVICES of the cell's process, the job to run). With
+    `resources.eval_gpus` the cell's devices (the local backend's hand-out, else what the
+    scheduler made visible here) are split: the first `gpus` for the agent, the next
+    `eval_gpus` become the run's `eval_gpus`, so the grader's evaluations never share the
+    agent's GPUs."""
+    r = job.spec.resources
+    if not r.eval_gpus:
+        return job.cuda_visible_devices, job
+    from a2rl.sweep._backends import local_gpus
+
+    ids = ([d for d in job.cuda_visible_devices.split(",") if d.strip()]
+           if job.cuda_visible_devices is not None else local_gpus())
+    n_agent, n_eval = math.ceil(r.gpus), math.ceil(r.eval_gpus)
+    if len(ids) < n_agent + n_eval:
+        raise A2RLError(f"the cell asks for {n_agent} agent GPU(s) and {n_eval} evaluation "
+                        f"GPU(s), but {len(ids)} are visible here ({','.join(ids) or 'none'})",
+                        "give the backend the GPUs (Slurm --gpus-per-node, Ray num_gpus), or "
+                        "lower resources.gpus / resources.eval_gpus")
+    run = job.spec.run.model_copy(update={"eval_gpus": ",".join(ids[n_agent:n_agent + n_eval])})
+    job = job.model_copy(update={"spec": job.spec.model_copy(update={"run": run})})
+    return ",".join(ids[:n_agent]), job
+
+
 def execute_job(job: Job) -> JobResult:
     """Run the job's child process here and classify its end (never raises for a failed run)."""
     log = _log_path(job)
     log.parent.mkdir(parents=True, exist_ok=True)
+    host = socket.gethostname()
+    try:
+        agent_devices, job = split_devices(job)
+    except A2RLError as exc:
+        return JobResult(outcome="harness_failed", host=host, reason=f"{exc.message} ({exc.fix})")
     job_file = log.with_suffix(".job.json")
     atomic_write_text(job_file, job.model_dump_json())
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")
-    if job.cuda_visible_devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = job.cuda_visible_devices
-    host = socket.gethostname()
+    if agent_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = agent_devices
     with open(log, "ab") as out:
         proc = subprocess.Popen(child_command(job_file), stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, env=env)
@@ -270,7 +300,6 @@ def _run_cell(job: Job) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from a2rl._errors import A2RLError
 
     args = sys.argv[1:] if argv is None else argv
     job = Job.model_validate_json(Path(args[0]).read_text())

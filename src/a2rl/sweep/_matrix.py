@@ -48,18 +48,32 @@ class Resources(_Strict):
     """What one cell needs from its machine."""
 
     gpus: float = Field(default=0, ge=0)
-    """GPUs (Ray `num_gpus`, Slurm `--gpus-per-node`, local: devices handed out in turn)."""
+    """GPUs for the agent (Ray `num_gpus`, Slurm `--gpus-per-node`, local: devices handed out
+    in turn; with `eval_gpus` the cell asks for both)."""
+    eval_gpus: float = Field(default=0, ge=0)
+    """GPUs for the grader's evaluations, apart from the agent's: the cell's devices are split,
+    the first `gpus` visible to the agent, the next `eval_gpus` the run's `--eval-gpus`
+    (0: evaluations share the agent's devices, as `a2rl run` does by default)."""
     cpus: float = Field(default=1, gt=0)
     """CPU cores (Ray `num_cpus`, Slurm `--cpus-per-task`)."""
     mem_gb: float | None = Field(default=None, gt=0)
     """Memory (Ray `memory`, Slurm `--mem`); None: the backend's default."""
+
+    @property
+    def devices(self) -> int:
+        """Whole GPUs the cell asks its backend for (the agent's and the evaluations')."""
+        import math
+
+        return math.ceil(self.gpus) + math.ceil(self.eval_gpus)
 
 
 class ResourcesPatch(_Strict):
     """Per-task/model/agent overrides of the matrix's `resources`."""
 
     gpus: float | None = Field(default=None, ge=0)
-    """GPUs for the cell."""
+    """GPUs for the cell's agent."""
+    eval_gpus: float | None = Field(default=None, ge=0)
+    """GPUs for the cell's evaluations."""
     cpus: float | None = Field(default=None, gt=0)
     """CPU cores for the cell."""
     mem_gb: float | None = Field(default=None, gt=0)
@@ -427,6 +441,12 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
                                 run=matrix.run, study=study, repeat=repeat,
                                 resources=_patch(matrix.resources, task.resources,
                                                  model.resources, agent.resources)))
+    if getattr(matrix.run, "eval_gpus", None) is not None \
+            and any(c.resources.eval_gpus for c in cells):
+        raise A2RLError("the matrix gives evaluation GPUs twice: run.eval_gpus (device ids) "
+                        "and resources.eval_gpus (a count)",
+                        "keep resources.eval_gpus on Ray and Slurm (the cell's devices are "
+                        "split for it), or run.eval_gpus alone on one machine")
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):
         raise A2RLError("the matrix lists the same cell twice (two equal entries)",

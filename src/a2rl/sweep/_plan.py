@@ -104,7 +104,8 @@ def show_plan(matrix: Matrix, cells: list[PlannedCell], console: Console) -> Non
         table.add_column(col, overflow="fold")
     for c in cells:
         r = c.spec.resources
-        res = f"{r.gpus:g} GPU, {r.cpus:g} CPU" + (f", {r.mem_gb:g} GB" if r.mem_gb else "")
+        res = (f"{r.gpus:g} GPU" + (f" + {r.eval_gpus:g} eval GPU" if r.eval_gpus else "")
+               + f", {r.cpus:g} CPU" + (f", {r.mem_gb:g} GB" if r.mem_gb else ""))
         table.add_row(c.spec.id, c.state, f"{c.spec.budget_s / 3600:.2f} h", res,
                       safe(c.command), safe("; ".join(c.needs) or "-"),
                       safe("; ".join(c.missing) or "-"))
