@@ -300,7 +300,6 @@ def _run_cell(job: Job) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     args = sys.argv[1:] if argv is None else argv
     job = Job.model_validate_json(Path(args[0]).read_text())
     try:
