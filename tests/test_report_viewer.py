@@ -315,3 +315,33 @@ def test_code_snapshots_show_the_diff_between_consecutive_ones(tmp_path: Path,
     assert w.page.locator("#traj-timeline .item").last.get_attribute("class") == "item item-budget"
     w.check()
     w.page.close()
+
+
+def test_an_agent_without_a_parsed_transcript_shows_its_own_log(tmp_path: Path,
+                                                                  browser: Any) -> None:
+    """The reference agent and `cmd:` agents print a plain log: it is on the timeline, each
+    block at the time its lines were recorded, a pause starting a new block, agent text as
+    text, and search finds a line."""
+    runs = tmp_path / "runs"
+    run_dir = write_run(runs, SPECS[0])
+    (run_dir / "agent" / "events.jsonl").unlink(missing_ok=True)
+    lines = ["[agent] recipe rft: 1952 train rows", "<b id=pwn>loss 0.48</b>", "",
+             "[agent] submitted output/rft/c1"]
+    (run_dir / "agent" / "transcript.log").write_text("\n".join(lines) + "\n")
+    (run_dir / "agent" / "transcript.times").write_text("4.0\n4.5\n5.0\n300.0\n")
+    out = tmp_path / "report"
+    build_report([runs], out)
+    w = Watched(browser, out)
+    w.page.goto(next(out.glob("runs/*/trajectory.html")).as_uri())
+    w.page.wait_for_selector(".item-log")
+    blocks = w.page.locator(".item-log").all_text_contents()
+    assert len(blocks) == 2, blocks
+    assert "0:00:04" in blocks[0] and "2 line(s)" in blocks[0] and "<b id=pwn>" in blocks[0]
+    assert "0:05:00" in blocks[1] and "submitted output/rft/c1" in blocks[1]
+    assert w.page.locator("#pwn").count() == 0
+    assert "3 lines of the agent's own log" in (w.page.text_content("#traj-counts") or "")
+    w.page.fill("#traj-q", "submitted output")
+    w.page.click("#traj-search button")
+    w.page.wait_for_selector("#traj-results li")
+    w.check()
+    w.page.close()

@@ -239,6 +239,46 @@ def _phase_runs(turns: list[dict[str, Any]], commands: list[dict[str, Any]]) -> 
     return spans
 
 
+LOG_GAP_S = 5.0
+"""A pause after which the agent's log starts a new block on the timeline."""
+LOG_BLOCK_LINES = 40
+MAX_LOG_BYTES = 4 << 20
+
+
+def _log_blocks(run_dir: Path, publishable: list[str]) -> list[dict[str, Any]]:
+    """The agent's own log (agent/transcript.log, each line at its recorded time) as timeline
+    blocks, for an agent whose output is not a parsed transcript (the reference agent, a
+    `cmd:` agent): consecutive lines within LOG_GAP_S of each other, at most LOG_BLOCK_LINES
+    per block."""
+    from a2rl.report._site import _read_record
+
+    if "agent/transcript.log" not in publishable:
+        return []
+    raw = _read_record(run_dir, "agent/transcript.log", MAX_LOG_BYTES)
+    times_raw = _read_record(run_dir, "agent/transcript.times", MAX_LOG_BYTES)
+    if not raw or not times_raw:
+        return []
+    lines = raw.decode("utf-8", "replace").splitlines()
+    times: list[float] = []
+    for t in times_raw.decode("ascii", "replace").split():
+        try:
+            times.append(float(t))
+        except ValueError:
+            times.append(times[-1] if times else 0.0)
+    blocks: list[dict[str, Any]] = []
+    for line, t in zip(lines, times, strict=False):
+        if not line.strip():
+            continue
+        last = blocks[-1] if blocks else None
+        if last is None or t - last["_end"] > LOG_GAP_S or len(last["_lines"]) >= LOG_BLOCK_LINES:
+            last = {"k": "log", "t": round(max(0.0, t), 2), "_lines": [], "_end": t}
+            blocks.append(last)
+        last["_lines"].append(_cut(line, 1000))
+        last["_end"] = t
+    return [{"k": "log", "t": b["t"], "text": "\n".join(b["_lines"]),
+             "lines": len(b["_lines"])} for b in blocks]
+
+
 def _chunks(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     chunks: list[list[dict[str, Any]]] = [[]]
     turns = 0
@@ -297,10 +337,13 @@ def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajecto
             item["err"] = 1
         items.append(item)
     items += _snapshots(r) + _scaffold(r)
+    if not events:  # no parsed transcript: the agent's own log, line by line, instead
+        items += _log_blocks(r.path, site.publishable(r))
     budget = r.record.config.budget_s if r.record.config else None
     if budget:
         items.append({"k": "budget", "t": round(float(budget), 2)})
-    order = {"turn": 0, "exec": 1, "sub": 2, "snap": 3, "journal": 4, "ckpt": 5, "budget": 6}
+    order = {"turn": 0, "log": 0, "exec": 1, "sub": 2, "snap": 3, "journal": 4, "ckpt": 5,
+             "budget": 6}
     items.sort(key=lambda i: (i["t"], order.get(i["k"], 9), i.get("n", 0)))
 
     chunks = _chunks(items)
@@ -314,6 +357,7 @@ def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajecto
                       "turn1": max(tn) if tn else None, "items": len(chunk), "turns": len(tn)})
     n_tools = sum(t["tools"] for t in turns)
     meta = {"run_id": row["run_id"], "turns": len(turns), "tools": n_tools,
+            "log_lines": sum(i.get("lines", 0) for i in items if i["k"] == "log"),
             "commands": sum(1 for i in items if i["k"] == "exec"),
             "submissions": sum(1 for i in items if i["k"] == "sub"), "budget_s": budget,
             "chunks": index, "imported": row.get("imported") or None}

@@ -112,6 +112,9 @@
       if (item.triggers && item.triggers.length)
         box.appendChild(el("div", "note", "triggers: " + item.triggers.join(", ")));
       if (item.reason) box.appendChild(folded("msg", item.reason));
+    } else if (item.k === "log") {
+      box.appendChild(head(item, "agent log · " + item.lines + " line(s)"));
+      box.appendChild(folded("out", item.text));
     } else if (item.k === "budget") {
       box.appendChild(head(item, "end of the budget"));
     } else {
