@@ -265,18 +265,17 @@ def _log_blocks(run_dir: Path, publishable: list[str]) -> list[dict[str, Any]]:
             times.append(float(t))
         except ValueError:
             times.append(times[-1] if times else 0.0)
-    blocks: list[dict[str, Any]] = []
+    blocks: list[tuple[float, float, list[str]]] = []  # (start, last line's time, lines)
     for line, t in zip(lines, times, strict=False):
         if not line.strip():
             continue
-        last = blocks[-1] if blocks else None
-        if last is None or t - last["_end"] > LOG_GAP_S or len(last["_lines"]) >= LOG_BLOCK_LINES:
-            last = {"k": "log", "t": round(max(0.0, t), 2), "_lines": [], "_end": t}
-            blocks.append(last)
-        last["_lines"].append(_cut(line, 1000))
-        last["_end"] = t
-    return [{"k": "log", "t": b["t"], "text": "\n".join(b["_lines"]),
-             "lines": len(b["_lines"])} for b in blocks]
+        if not blocks or t - blocks[-1][1] > LOG_GAP_S or len(blocks[-1][2]) >= LOG_BLOCK_LINES:
+            blocks.append((t, t, []))
+        start, _, block = blocks[-1]
+        block.append(_cut(line, 1000))
+        blocks[-1] = (start, t, block)
+    return [{"k": "log", "t": round(max(0.0, start), 2), "text": "\n".join(block),
+             "lines": len(block)} for start, _, block in blocks]
 
 
 def _chunks(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
