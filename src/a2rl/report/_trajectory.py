@@ -260,9 +260,9 @@ def _log_blocks(run_dir: Path, publishable: list[str]) -> list[dict[str, Any]]:
         return []
     lines = raw.decode("utf-8", "replace").splitlines()
     times: list[float] = []
-    for t in times_raw.decode("ascii", "replace").split():
+    for word in times_raw.decode("ascii", "replace").split():
         try:
-            times.append(float(t))
+            times.append(float(word))
         except ValueError:
             times.append(times[-1] if times else 0.0)
     blocks: list[tuple[float, float, list[str]]] = []  # (start, last line's time, lines)
