@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install install-vllm demo test test-extended bench lint wheel-smoke clean
+.PHONY: install install-vllm demo test test-extended bench lint wheel-smoke docs clean
 
 # vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
 # it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
@@ -21,7 +21,7 @@ install-vllm: $(VLLM_CPU_ENV)/a2rl-engine.json
 $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep,tracking]"
+	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep,tracking,docs]"
 	bash scripts/ensure-system-deps.sh
 	touch $@
 
@@ -51,6 +51,12 @@ lint: install
 # The built wheel installed (not editable) into a fresh venv and run from outside the checkout.
 wheel-smoke:
 	PYTHON=$(PYTHON) TORCH_SPEC="$(TORCH_SPEC)" bash scripts/wheel-smoke.sh
+
+# The documentation site (mkdocs.yml, docs/) in site-docs/, built strictly: a broken link, a
+# missing page or a missing included file fails it.
+docs: install
+	$(BIN)/python -c "import mkdocs, material" 2>/dev/null || $(BIN)/pip install -e ".[docs]"
+	$(BIN)/mkdocs build --strict -d site-docs
 
 clean:
 	rm -rf $(VENV) $(VLLM_CPU_ENV) .cache runs
