@@ -682,3 +682,25 @@ def test_agent_and_evaluation_gpus_are_given_as_such(tmp_path: Path,
     # device ids in run.eval_gpus and a count in resources.eval_gpus: refused, with the fix
     with pytest.raises(A2RLError, match="evaluation GPUs twice"):
         expand(parse_matrix({**data, "run": {**data["run"], "eval_gpus": "1"}}), "s")
+
+
+def test_stacks_are_run_as_listed_and_a_foreign_pair_is_refused(tmp_path: Path) -> None:
+    """`stacks:` lists agent + driver pairs (no cross product); a pair from a stack is the same
+    cell as that pair from `agents` × `drivers`; a CLI with a driver its API cannot serve is
+    refused at expansion, with the fix."""
+    data = small_matrix(tmp_path, "local", tasks=[ARITH], repeats=1, reference=False)
+    del data["agents"]
+    data["stacks"] = [{"agent": "codex", "driver": "gpt-5-codex"},
+                      {"agent": "claude-code", "driver": "claude-sonnet-4-5"}]
+    cells = expand(parse_matrix(data), "s")
+    assert [(c.agent, c.driver) for c in cells] == [("codex", "gpt-5-codex"),
+                                                    ("claude-code", "claude-sonnet-4-5")]
+    crossed = {**data, "agents": [{"agent": "codex"}], "drivers": ["gpt-5-codex"]}
+    del crossed["stacks"]
+    assert expand(parse_matrix(crossed), "s")[0].id == cells[0].id
+    bad = {**data, "stacks": [{"agent": "codex", "driver": "claude-sonnet-4-5"}]}
+    with pytest.raises(A2RLError, match="codex") as err:
+        expand(parse_matrix(bad), "s")
+    assert "drivers:" in (err.value.fix or "")
+    with pytest.raises(A2RLError, match="no agent"):
+        parse_matrix({k: v for k, v in data.items() if k != "stacks"})

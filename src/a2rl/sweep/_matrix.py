@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from a2rl._errors import A2RLError
@@ -136,6 +137,26 @@ class AgentEntry(_Strict):
             return self.name
         return "cmd" if self.agent.startswith("cmd:") else self.agent
 
+
+
+class StackEntry(_Strict):
+    """One agent + driver pair (a "stack", as the paper compares them), run as given instead
+    of crossing every agent with every driver."""
+
+    agent: AgentEntry
+    """The agent (a name, `cmd:…`, or {name, agent, options, resources})."""
+    driver: DriverEntry = Field(default_factory=lambda: DriverEntry())
+    """Its driver (a model name, or {driver, base_url, name}; default: the agent's own)."""
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent(cls, v: Any) -> Any:
+        return {"agent": v} if isinstance(v, str) else v
+
+    @field_validator("driver", mode="before")
+    @classmethod
+    def _driver(cls, v: Any) -> Any:
+        return {} if v is None else {"driver": v} if isinstance(v, str) else v
 
 class ModelEntry(_Strict):
     """One base model (a plain string is the same as `{name: …}`)."""
@@ -276,10 +297,13 @@ class Matrix(_Strict):
     """Runs per cell (independent repeats)."""
     tasks: list[TaskEntry] = Field(min_length=1)
     """Tasks (names or {name, options, budget, resources})."""
-    agents: list[AgentEntry] = Field(min_length=1)
-    """Agents (names, cmd:…, or {name, agent, options, drivers, resources})."""
+    agents: list[AgentEntry] = Field(default_factory=list)
+    """Agents (names, cmd:…, or {name, agent, options, drivers, resources}), each crossed
+    with `drivers` (or its own `drivers:`)."""
     drivers: list[DriverEntry] = Field(default_factory=lambda: [DriverEntry()])
     """Drivers for CLI agents (default: each agent's own)."""
+    stacks: list[StackEntry] = Field(default_factory=list)
+    """Agent + driver pairs run as listed (no cross product); with `agents` or alone."""
     modes: list[str] = Field(default_factory=lambda: ["free"])
     """Operating modes (free, sft-only, rl-oriented)."""
     scaffolds: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
@@ -324,7 +348,7 @@ class Matrix(_Strict):
     @field_validator("scaffolds")
     @classmethod
     def _scaffolds(cls, v: list[str | None]) -> list[str | None]:
-        from a2rl.scaffold import parse_components
+        from a2rl.extensions.scaffold import parse_components
 
         out: list[str | None] = []
         for arm in v:
@@ -335,6 +359,23 @@ class Matrix(_Strict):
         if len(set(out)) != len(out):
             raise ValueError("the same scaffold arm is listed twice")
         return out
+
+    @model_validator(mode="after")
+    def _some_agent(self) -> Matrix:
+        if not self.agents and not self.stacks:
+            raise ValueError("the matrix lists no agent: give `agents:` (crossed with "
+                             "`drivers:`) or `stacks:` (agent + driver pairs)")
+        if any(s.agent.drivers is not None for s in self.stacks):
+            raise ValueError("a stack's agent takes its driver from the stack: drop its "
+                             "`drivers:`")
+        return self
+
+    def pairs(self) -> list[tuple[AgentEntry, DriverEntry]]:
+        """Every (agent, driver) the matrix runs: each agent with its drivers, then the
+        stacks as listed."""
+        crossed = [(a, d) for a in self.agents
+                   for d in (a.drivers if a.drivers is not None else self.drivers)]
+        return crossed + [(s.agent, s.driver) for s in self.stacks]
 
     @field_validator("modes")
     @classmethod
@@ -422,25 +463,24 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
     cells: list[CellSpec] = []
     for task in matrix.tasks:
         for model in matrix.models:
-            for agent in matrix.agents:
-                for driver in agent.drivers if agent.drivers is not None else matrix.drivers:
-                    _check_stack(agent, driver)
-                    for mode, scaffold in ((m, a) for m in matrix.modes
-                                           for a in matrix.scaffolds):
-                        for repeat in range(matrix.repeats):
-                            cells.append(CellSpec(
-                                scaffold=scaffold,
-                                scaffold_options=dict(matrix.scaffold_options) if scaffold
-                                else {},
-                                task=task.name, task_label=task.label or task.name,
-                                task_options=task.options, agent=agent.agent,
-                                agent_label=agent.label, agent_options=agent.options,
-                                driver=driver.driver, driver_base_url=driver.base_url,
-                                driver_label=driver.label, mode=mode, model=model.name,
-                                budget_s=model.budget or task.budget or matrix.budget,
-                                run=matrix.run, study=study, repeat=repeat,
-                                resources=_patch(matrix.resources, task.resources,
-                                                 model.resources, agent.resources)))
+            for agent, driver in matrix.pairs():
+                _check_stack(agent, driver)
+                for mode, scaffold in ((m, a) for m in matrix.modes
+                                       for a in matrix.scaffolds):
+                    for repeat in range(matrix.repeats):
+                        cells.append(CellSpec(
+                            scaffold=scaffold,
+                            scaffold_options=dict(matrix.scaffold_options) if scaffold
+                            else {},
+                            task=task.name, task_label=task.label or task.name,
+                            task_options=task.options, agent=agent.agent,
+                            agent_label=agent.label, agent_options=agent.options,
+                            driver=driver.driver, driver_base_url=driver.base_url,
+                            driver_label=driver.label, mode=mode, model=model.name,
+                            budget_s=model.budget or task.budget or matrix.budget,
+                            run=matrix.run, study=study, repeat=repeat,
+                            resources=_patch(matrix.resources, task.resources,
+                                             model.resources, agent.resources)))
     if getattr(matrix.run, "eval_gpus", None) is not None \
             and any(c.resources.eval_gpus for c in cells):
         raise A2RLError("the matrix gives evaluation GPUs twice: run.eval_gpus (device ids) "
@@ -527,7 +567,7 @@ def parse_matrix(data: Any, source: str = "the matrix") -> Matrix:
                 problems.append(f"{key}: {err['msg']}")
         raise A2RLError(f"{source} is invalid: " + "; ".join(problems),
                         "; ".join(dict.fromkeys(fixes)) or "see examples/sweeps/ and "
-                        "the README (Running on a cluster)") from None
+                        "docs/cluster.md") from None
 
 
 def load_matrix(path: Path) -> Matrix:
