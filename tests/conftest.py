@@ -16,7 +16,7 @@ import pytest
 # core: two 2-thread SFT loops side by side ran 3.7x slower than one alone (255 s vs 68.6 s for
 # the same steps, measured on a 2-core machine), with passive waiting 1.8x (122 s). A process
 # alone pays a little for it (training ~1.04x, a static evaluation ~1.15x: bench/shared_cores.py,
-# README), far less than the suite gains (45:47 -> 26:42). Set before any test imports torch;
+# docs/benchmarks.md), far less than the suite gains. Set before any test imports torch;
 # test subprocesses, the evaluation child and the agent's sandbox inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

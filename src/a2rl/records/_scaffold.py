@@ -20,7 +20,7 @@ SCAFFOLD_FORMAT = 1
 
 Component = Literal["journal", "skills", "evaluator", "plan-review", "revision"]
 COMPONENTS: tuple[Component, ...] = ("journal", "skills", "evaluator", "plan-review", "revision")
-"""Every switchable part of the scaffold, in the order the README and reports list them."""
+"""Every switchable part of the scaffold, in the order the docs and reports list them."""
 
 Paradigm = Literal["full SFT", "PEFT", "RL", "preference", "distillation", "reward model"]
 DataSource = Literal["curated", "self-generated", "mixed"]
