@@ -9,7 +9,6 @@ which `bench/run_all.py` collects into one table (and `make bench` prints).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -35,25 +34,3 @@ def result(name: str, value: float, unit: str, *, target: str | None = None,
     print("RESULT " + json.dumps({"name": name, "value": round(value, 4), "unit": unit,
                                   "target": target, "ok": ok, "note": note, "load": load()}),
           flush=True)
-
-
-class Reencoding:
-    """The previous engine's behaviour: an engine seen without its session methods, so every
-    rollout step re-sends (and re-encodes) the whole prompt through `generate`, with
-    transformers' concatenating KV cache and SDPA attention (the transformers engine's
-    `previous_path` while it generates for this wrapper)."""
-
-    def __init__(self, engine: object) -> None:
-        self._engine = engine
-        self.backend = f"{getattr(engine, 'backend', '?')} (re-encoding)"
-
-    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        return self._engine.apply_chat_template(messages)  # type: ignore[attr-defined,no-any-return]
-
-    def generate(self, prompts, settings, on_progress=None):  # type: ignore[no-untyped-def]
-        previous = getattr(self._engine, "previous_path", None)
-        with previous() if previous is not None else contextlib.nullcontext():
-            return self._engine.generate(prompts, settings, on_progress)  # type: ignore[attr-defined]
-
-    def close(self) -> None:
-        """The wrapped engine is closed by its owner."""

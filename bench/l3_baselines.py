@@ -10,14 +10,15 @@ Scores the base model on the first `--episodes` held-out episodes of each offlin
 time and time per episode. A partial run's full-size time is an extrapolation and says so
 (ALFWorld 134, WebShop 100, DeepSearchQA 200 episodes; targets 30, 30 and 15 min).
 `--compare N` then rolls the first N episodes out again in this process with the KV-cached
-engine and with the previous engine (every step re-encodes its whole prompt) and checks that
-the trajectories are identical (greedy). With `--engine vllm` (the venv `a2rl engines install
-vllm --cpu --extras alfworld,webshop` makes; ALFWorld's engine must be installed there too)
-`--compare N` instead evaluates the first N episodes again with the transformers engine and
-counts the identical step completions (goal >= 97 %; after an episode's first differing step
-every later step of it counts as different). DeepSearchQA runs offline (generated corpus, BM25) with
-the string-match judge unless A2RL_JUDGE_BASE_URL is set. Rows are appended as JSON lines to
-`--out`.
+engine and with the re-encoding engine (every step re-encodes its whole prompt, with
+transformers' concatenating cache and SDPA attention; bench/_comparison_engine.py), reported as
+"previous engine", and checks that the trajectories are identical (greedy). With `--engine vllm`
+(the venv `a2rl engines install vllm --cpu --extras alfworld,webshop` makes; ALFWorld's engine
+must be installed there too) `--compare N` instead evaluates the first N episodes again with the
+transformers engine and counts the identical step completions (goal >= 97 %; after an episode's
+first differing step every later step of it counts as different). DeepSearchQA runs offline
+(generated corpus, BM25) with the string-match judge unless A2RL_JUDGE_BASE_URL is set. Rows are
+appended as JSON lines to `--out`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Reencoding, cpu_seconds, load, result  # noqa: E402
+from _common import cpu_seconds, load, result  # noqa: E402
+from _comparison_engine import Reencoding  # noqa: E402
 
 from a2rl.envs import run_rollouts, same_steps  # noqa: E402
 from a2rl.grader import score_baseline  # noqa: E402
@@ -118,10 +120,10 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="the whole held-out set of each task")
     ap.add_argument("--tasks", default="alfworld,webshop,deepsearchqa")
     ap.add_argument("--compare", type=int, default=0,
-                    help="check N episodes' trajectories against the previous engine")
+                    help="check N episodes' trajectories against the re-encoding engine")
     ap.add_argument("--compare-steps", type=int, default=None,
-                    help="cut the compared episodes at this many steps (the previous engine "
-                         "re-encodes every prompt: a full ALFWorld episode costs it minutes)")
+                    help="cut the compared episodes at this many steps (the re-encoding "
+                         "engine re-encodes every prompt: a full ALFWorld episode costs it minutes)")
     ap.add_argument("--out", default="bench/l3_baselines.jsonl")
     ap.add_argument("--engine", choices=["transformers", "vllm"], default="transformers")
     ap.add_argument("--vllm-env", default=None,

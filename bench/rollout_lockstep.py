@@ -1,23 +1,25 @@
 """Benchmark: lockstep batched rollouts vs one episode at a time, same episodes, same model.
 
     python bench/rollout_lockstep.py [--model smollm2-135m] [--episodes 16] [--steps 4]
+                                     [--without prompt-lookup,packed-attention,...]
 
 Three modes on the same episodes: lockstep (every episode in flight, one batched call per
 round, KV caches kept per episode), sequential (one episode at a time, same engine), and the
-previous engine (lockstep, but every step re-encodes its whole prompt). Greedy decoding, so all
-three must produce identical trajectories; prints the wall times, the lockstep / sequential
-speed-up in episodes per second (goal: >= 5x at N = 16) and what the caches save. The
-environment is a small deterministic text walk so the measurement is about generation, not about
-an environment's own cost. Prompt-lookup drafts (the engine's default) help one episode at a
-time far more than a batch of 16 (a lone row's forward costs about the same for 1 or 17 columns,
-16 rows' does not), so the ratio is lower with them than with `A2RL_PROMPT_LOOKUP=0`; the
-script says which it measured.
+re-encoding engine, labelled "previous engine" (lockstep, but every step re-encodes its whole
+prompt with transformers' concatenating cache and SDPA attention; bench/_comparison_engine.py).
+Greedy decoding, so all three must produce identical trajectories; prints the wall times, the
+lockstep / sequential speed-up in episodes per second (goal: >= 5x at N = 16) and what the
+caches save. The environment is a small deterministic text walk so the measurement is about
+generation, not about an environment's own cost. `--without` measures the transformers engine
+without some of its parts (bench/_comparison_engine.PARTS) in all three modes. Prompt-lookup
+drafts (the engine's default) help one episode at a time far more than a batch of 16 (a lone
+row's forward costs about the same for 1 or 17 columns, 16 rows' does not), so the ratio is
+lower with them than with `--without prompt-lookup`; the script says which it measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +29,8 @@ from a2rl.inference import GenerationSettings, load_engine
 from a2rl.models import resolve_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Reencoding, load, result  # noqa: E402
+from _common import load, result  # noqa: E402
+from _comparison_engine import ComparisonEngine, Reencoding, parse_parts  # noqa: E402
 
 ROOMS = ["kitchen", "hall", "garden", "attic", "cellar", "study"]
 
@@ -74,10 +77,13 @@ def main() -> int:
     ap.add_argument("--episodes", type=int, default=16)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--tokens", type=int, default=12)
+    ap.add_argument("--without", type=parse_parts, default=(),
+                    help="the transformers engine without these parts, comma-separated "
+                         "(kv-sessions, growing-cache, compact-decode, prompt-lookup, "
+                         "packed-attention)")
     args = ap.parse_args()
     model = resolve_model(args.model).path
-    os.environ.pop("A2RL_KV_SESSIONS", None)  # the cached path (the default) is what is measured
-    engine = load_engine(model)
+    engine = ComparisonEngine(model, without=args.without) if args.without else load_engine(model)
     episodes = [Episode(id=f"w{i}", split="train",
                         payload={"goal": ROOMS[i % len(ROOMS)], "start": ROOMS[(i * 5 + 1) % len(ROOMS)]})
                 for i in range(args.episodes)]
@@ -96,9 +102,10 @@ def main() -> int:
     same = all(r[1] == runs["lockstep"][1] for r in runs.values())
     steps = sum(len(x) for x in runs["lockstep"][1])
     lookup = getattr(engine, "_lookup", 0)
+    without = f" without {', '.join(args.without)}" if args.without else ""
     print(f"{args.episodes} episodes, {steps} steps, model {args.model}, backend "
-          f"{engine.backend}, prompt lookup {f'on ({lookup} tokens)' if lookup else 'off'} "
-          f"({load()})")
+          f"{engine.backend}{without}, prompt lookup "
+          f"{f'on ({lookup} tokens)' if lookup else 'off'} ({load()})")
     for label, (secs, _, cpu) in runs.items():
         print(f"{label:>16}: {secs:7.2f} s  ({args.episodes / secs:.2f} episodes/s; "
               f"{cpu:.1f} CPU s)")
@@ -108,7 +115,8 @@ def main() -> int:
           f"engine: {cache_gain:.2f}x   identical trajectories: {same}")
     result("rollouts lockstep / sequential (episodes/s)", speedup, "x", target=">= 5",
            ok=speedup >= 5, note=f"{args.episodes} episodes, identical={same}, prompt lookup "
-                                 f"{'on' if lookup else 'off (A2RL_PROMPT_LOOKUP=0)'}")
+                                 f"{'on' if lookup else 'off (--without prompt-lookup)'}"
+                                 + (f", without {','.join(args.without)}" if args.without else ""))
     result("rollouts previous engine / kv-cached (time)", cache_gain, "x",
            note="toy walk, short prompts")
     cpu_speedup = runs["sequential"][2] / runs["lockstep"][2]

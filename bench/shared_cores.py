@@ -7,7 +7,7 @@ suite runs two workers on two cores. Each torch process starts a thread per core
 default policy has a thread spin at every barrier: while another process holds its core that
 spinning is pure loss. This runs the same training loop (forward, backward, optimizer step on
 `--rows` x `--tokens` random tokens) alone and as two processes at once, under the default
-policy and under `OMP_WAIT_POLICY=PASSIVE` (what the test suite sets, and what the README
+policy and under `OMP_WAIT_POLICY=PASSIVE` (what the test suite sets, and what docs/getting-started.md
 advises on a CPU box where evaluation and training overlap), and prints each pair's slowdown
 over the loop alone: 2.0 is a fair split of the cores, more is waste.
 """

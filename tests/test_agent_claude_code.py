@@ -18,6 +18,7 @@ from scripted_llm import (
 
 from a2rl.agents import get_agent
 from a2rl.agents._cli import REPROMPT, SessionSpec
+from a2rl.agents._events import AgentEvent
 from a2rl.agents.claude_code import ClaudeCodeAgent
 
 STREAM = "claude_code_stream.jsonl"
@@ -73,6 +74,18 @@ def test_env_and_home_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert "ANTHROPIC_BASE_URL" not in agent.cli_env(agent_context(tmp_path))
 
 
+def main_usage(events: list[AgentEvent]) -> tuple[int, int]:
+    """(input, output) of the main model alone, summed over the usage events."""
+    usage = [e for e in events if e.kind == "usage"]
+    assert all(e.main_input_tokens is not None and e.main_output_tokens is not None for e in usage)
+    return (sum(e.main_input_tokens or 0 for e in usage), sum(e.main_output_tokens or 0 for e in usage))
+
+
+def _prompt(usage: dict[str, int]) -> int:
+    return usage["input_tokens"] + usage.get("cache_read_input_tokens", 0) + \
+        usage.get("cache_creation_input_tokens", 0)
+
+
 def test_parse_recorded_stream() -> None:
     """A real transcript (two rounds: first run, then --resume) of the pinned CLI."""
     events = ClaudeCodeAgent().parse_events(stream_fixture(STREAM))
@@ -98,6 +111,9 @@ def test_parse_recorded_stream() -> None:
         sum(t["usage"]["output_tokens"] for t in totals))
     # total_cost_usd is cumulative over resumed rounds: the events hold each round's share
     assert sum(e.cost_usd or 0 for e in rounds) == pytest.approx(totals[-1]["total_cost_usd"])
+    # one model only: the main model's total is every model's, and the round's own `usage`
+    assert main_usage(events) == reported_usage(events) == (
+        sum(_prompt(t["usage"]) for t in totals), sum(t["usage"]["output_tokens"] for t in totals))
 
 
 def test_parse_without_partial_messages_uses_result_remainder() -> None:
@@ -109,6 +125,110 @@ def test_parse_without_partial_messages_uses_result_remainder() -> None:
     assert reported_usage(events) == (
         sum(t["usage"]["input_tokens"] for t in totals),
         sum(t["usage"]["output_tokens"] for t in totals))
+
+
+MAIN, SMALL = "claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"
+
+
+def _j(obj: object) -> str:
+    return json.dumps(obj)
+
+
+def _response(msg_id: str, prompt: int, cached: int, out: int, *, parent: str | None = None,
+              partial: bool = True) -> list[str]:
+    """One model response as the CLI streams it: message_start (placeholder output count), the
+    assistant copy, and with partial messages the message_delta holding the final count."""
+    start_usage = {"input_tokens": prompt, "cache_read_input_tokens": cached,
+                   "cache_creation_input_tokens": 0, "output_tokens": 1}
+    lines = []
+    if partial:
+        lines.append(_j({"type": "stream_event", "session_id": "s", "parent_tool_use_id": parent,
+                         "event": {"type": "message_start", "message": {
+                             "id": msg_id, "model": MAIN, "role": "assistant", "content": [],
+                             "usage": start_usage}}}))
+    lines.append(_j({"type": "assistant", "session_id": "s", "parent_tool_use_id": parent,
+                     "message": {"id": msg_id, "model": MAIN, "role": "assistant",
+                                 "content": [{"type": "text", "text": f"step {msg_id}"}],
+                                 "usage": start_usage}}))
+    if partial:
+        lines.append(_j({"type": "stream_event", "session_id": "s", "parent_tool_use_id": parent,
+                         "api_message_id": msg_id,
+                         "event": {"type": "message_delta", "usage": {"output_tokens": out}}}))
+    return lines
+
+
+def _model_usage(prompt: int, cached: int, out: int, cost: float) -> dict[str, float]:
+    return {"inputTokens": prompt, "cacheReadInputTokens": cached, "cacheCreationInputTokens": 0,
+            "outputTokens": out, "webSearchRequests": 0, "costUSD": cost, "contextWindow": 200000}
+
+
+def _side_call_round(*, partial: bool) -> list[tuple[float, str]]:
+    """One round: two main-loop responses, one subagent response (same model) and a side call
+    of the small model that the stream never shows. The result's `usage` holds the two main
+    responses; its `modelUsage` every call: the main model with the subagent, the small one."""
+    lines = [_j({"type": "system", "subtype": "init", "cwd": "/ws", "session_id": "s",
+                 "model": MAIN})]
+    lines += _response("m1", 400, 2000, 90, partial=partial)
+    lines += _response("sub1", 300, 0, 40, parent="toolu_task1", partial=partial)
+    lines += _response("m2", 120, 2400, 60, partial=partial)
+    per_model = {MAIN: _model_usage(820, 4400, 190, 0.031), SMALL: _model_usage(350, 0, 12, 0.0004)}
+    lines.append(_j({"type": "result", "subtype": "success", "is_error": False, "num_turns": 2,
+                     "session_id": "s", "total_cost_usd": 0.0314,
+                     "usage": {"input_tokens": 520, "cache_read_input_tokens": 4400,
+                               "cache_creation_input_tokens": 0, "output_tokens": 150},
+                     "modelUsage": per_model, "model_usage_since_last_result": per_model}))
+    return [(float(i), line) for i, line in enumerate(lines)]
+
+
+@pytest.mark.parametrize("partial", [True, False])
+def test_all_models_and_main_model_totals(partial: bool) -> None:
+    """Every model's total (side call and subagent included) is the result's modelUsage; the
+    main model's is its usage; a subagent's response counts for the first only."""
+    events = ClaudeCodeAgent().parse_events(_side_call_round(partial=partial))
+    assert reported_usage(events) == (820 + 4400 + 350, 190 + 12)
+    assert main_usage(events) == (520 + 4400, 150)
+    usage = {e.extra.get("message_id", "result"): e for e in events if e.kind == "usage"}
+    sub = usage["sub1"]
+    assert (sub.input_tokens, sub.main_input_tokens, sub.main_output_tokens) == (300, 0, 0)
+    assert usage["m1"].main_input_tokens == usage["m1"].input_tokens == 2400
+    result = usage["result"]
+    # the result event adds the side call to every model's total, nothing to the main model's
+    # input (the stream showed both main responses); without partial messages it brings the
+    # output counts up from the placeholders
+    assert (result.input_tokens, result.main_input_tokens) == (350, 0)
+    assert result.main_output_tokens == (0 if partial else 150 - 2)
+    assert [e.extra.get("subagent_of") for e in events if e.kind == "turn"] == \
+        [None, "toolu_task1", None]
+
+
+def test_main_model_total_over_resumed_rounds() -> None:
+    """modelUsage is cumulative over a resumed session, the result's usage is the round's own:
+    both totals still add up over two rounds."""
+    first = _side_call_round(partial=True)
+    lines = [line for _, line in first]
+    lines.append(_j({"a2rl_session": {"event": "round_start", "round": 1, "t": 20.0}}))
+    lines += _response("m3", 200, 4800, 30)
+    cumulative = {MAIN: _model_usage(820 + 200, 4400 + 4800, 190 + 30, 0.04),
+                  SMALL: _model_usage(350, 0, 12, 0.0004)}
+    lines.append(_j({"type": "result", "subtype": "success", "num_turns": 1, "session_id": "s",
+                     "total_cost_usd": 0.0404,
+                     "usage": {"input_tokens": 200, "cache_read_input_tokens": 4800,
+                               "cache_creation_input_tokens": 0, "output_tokens": 30},
+                     "modelUsage": cumulative}))
+    events = ClaudeCodeAgent().parse_events([(float(i), line) for i, line in enumerate(lines)])
+    assert reported_usage(events) == (1020 + 9200 + 350, 220 + 12)
+    assert main_usage(events) == (520 + 4400 + 200 + 4800, 150 + 30)
+
+
+def test_a_result_without_usage_leaves_the_main_share_unknown() -> None:
+    """A result that gives no `usage` adds no main-model figure (None, not a made-up 0)."""
+    lines = [line for _, line in _side_call_round(partial=True)][:-1]
+    lines.append(_j({"type": "result", "subtype": "success", "session_id": "s",
+                     "modelUsage": {MAIN: _model_usage(820, 4400, 190, 0.031)}}))
+    events = ClaudeCodeAgent().parse_events([(float(i), line) for i, line in enumerate(lines)])
+    result = [e for e in events if e.kind == "usage" and e.extra.get("source") == "result"]
+    assert len(result) == 1 and result[0].main_input_tokens is None
+    assert result[0].main_output_tokens is None
 
 
 def test_parse_killed_round_and_file_edits() -> None:
@@ -144,6 +264,7 @@ def test_parse_killed_round_and_file_edits() -> None:
     assert cmd.exit_code == 1 and cmd.end_s == 4.0
     (usage,) = [e for e in events if e.kind == "usage"]
     assert (usage.input_tokens, usage.output_tokens) == (105, 42)
+    assert (usage.main_input_tokens, usage.main_output_tokens) == (105, 42)  # a main-loop response
     assert usage.extra["cache_read_input_tokens"] == "90"
 
 
@@ -166,4 +287,6 @@ def test_claude_code_end_to_end(tmp_path: Path, tiny_model: Path,
     # The launcher counts every response the CLI received, side calls included (its result
     # event counts them too, and the stream shows each agent-loop response): all figures sent.
     assert reported_usage(events) == script.totals(main_only=False)
+    # The main model's total leaves the side calls out.
+    assert main_usage(events) == script.totals(main_only=True)
     assert sum(1 for e in events if e.kind == "turn") == sum(1 for s in script.sent if s.main)

@@ -403,6 +403,10 @@ def test_string_fallback() -> None:
     assert ok("Perfalgi compass; Pamwei chronometer; Nendwasta sextant", items)
     assert not ok("Pamwei chronometer; Nendwasta sextant", items)  # sets need every item
     assert not ok("Gurhe, Seluna, Pamwei, Teinsona", ["Gurhe"])  # listing candidates adds extra items
+    # a unit spelled out, an acronym, a clause about the answer; a wrong amount stays wrong
+    assert ok("It spans 410 metres", ["410 m"]) and not ok("401 metres", ["410 m"])
+    assert ok("TIC", ["Teinsona Instruments Company"]) and not ok("TIK", ["Teinsona Instruments Company"])
+    assert ok("Gurhe, which lies on the Seluna", ["Gurhe"]) and not ok("Gurhe, and also Seluna", ["Gurhe"])
 
 
 def test_judge_prompt_rendering() -> None:
@@ -608,6 +612,21 @@ def test_fingerprint_follows_grader_and_search(monkeypatch: pytest.MonkeyPatch, 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "a", "title": "A", "text": "alpha"}\n')
     assert offline(corpus_path=str(corpus)).fingerprint() != offline().fingerprint()
+
+
+def test_fingerprint_follows_the_string_grader_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores of the string grader change with its rules, so its version keys the fingerprint."""
+    import a2rl.tasks.deepsearchqa.task as task_module
+
+    monkeypatch.delenv("A2RL_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("A2RL_JUDGE_MODEL", raising=False)
+    before = offline(judge="string").fingerprint()
+    monkeypatch.setattr(task_module, "STRING_GRADER_VERSION", task_module.STRING_GRADER_VERSION + 1)
+    assert offline(judge="string").fingerprint() != before
+    monkeypatch.setenv("A2RL_JUDGE_MODEL", "judge-1")
+    judged = offline().fingerprint()
+    monkeypatch.setattr(task_module, "STRING_GRADER_VERSION", task_module.STRING_GRADER_VERSION + 1)
+    assert offline().fingerprint() == judged  # a judge's scores do not depend on it
 
 
 # ---- the hub source --------------------------------------------------------------------------

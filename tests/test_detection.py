@@ -3,7 +3,12 @@
 tests/fixtures/training_scripts/manifest.json lists each fixture with its ground truth (route,
 strategy k, whether it trains, method). The fixtures are written for these tests in the shapes of
 the frameworks' public examples (TRL, OpenRLHF, verl, LLaMA-Factory, axolotl, torchtune, unsloth,
-open-r1, alignment-handbook, RD-Agent, PostTrainBench agent scripts)."""
+open-r1, alignment-handbook, RD-Agent, PostTrainBench agent scripts, PyTorch Lightning).
+
+Groups of fixtures by what they exercise (their id prefix): `pkg-` workspace packages reached
+through relative and absolute imports, `own-` trainer classes written in the analysed code,
+`flag-` PEFT applied only under a setting, `name-` a method named by a class or file that the
+code bears out or not, `objective-` a launch whose objective nothing names."""
 
 from __future__ import annotations
 
@@ -14,9 +19,24 @@ from typing import Any
 
 import pytest
 
-from a2rl.analysis._detect import analyse_script
-from a2rl.analysis._launch import CommandReader, parse_launch, script_commands, split_commands
-from a2rl.analysis._methods import method_of_class, primary_method, route_of, training_kind
+from a2rl.analysis._detect import Detection, analyse_script
+from a2rl.analysis._launch import (
+    CommandReader,
+    parse_launch,
+    script_commands,
+    simple_commands,
+    split_commands,
+)
+from a2rl.analysis._methods import (
+    METHODS,
+    RL,
+    labels,
+    method_of_class,
+    method_of_loss,
+    primary_method,
+    route_of,
+    training_kind,
+)
 from a2rl.analysis._phases import command_phase
 
 ROOT = Path(__file__).parent / "fixtures" / "training_scripts"
@@ -27,9 +47,8 @@ def label(files: dict[str, str], command: str) -> tuple[str, str | None, bool, s
     found = CommandReader(files).analyse(command)
     trains = bool(found and found.trains)
     methods = found.methods if found else set()
-    return (route_of(methods, trained=trains, copy=False),
-            training_kind(methods) if trains else None, trains,
-            primary_method(methods) if trains else None)
+    route, kind = labels(methods, trained=trains)
+    return route, kind, trains, primary_method(methods) if trains else None
 
 
 def fixture_files(case: dict[str, Any]) -> dict[str, str]:
@@ -53,6 +72,82 @@ def test_labels_on_the_fixture_set_are_at_least_95_percent_right() -> None:
             wrong.append(f"{case['id']}: got {got}, want {want}")
     accuracy = 1 - len(wrong) / len(MANIFEST)
     assert accuracy >= 0.95, "\n".join(wrong)
+
+
+def test_route_and_strategy_are_each_at_least_95_percent_right() -> None:
+    route_right = strategy_right = 0
+    for case in MANIFEST:
+        route, kind, _, _ = label(fixture_files(case), case["command"])
+        route_right += route == case["route"]
+        strategy_right += kind == case["k"]
+    n = len(MANIFEST)
+    print(f"route {route_right}/{n}, strategy {strategy_right}/{n}")
+    assert route_right >= 0.95 * n and strategy_right >= 0.95 * n, (route_right, strategy_right, n)
+
+
+GROUPS = {"pkg-": "workspace packages through imports", "own-": "trainer classes written in the code",
+          "flag-": "PEFT under a setting", "name-": "names the code bears out or not",
+          "objective-": "launches whose objective nothing names"}
+
+
+@pytest.mark.parametrize("prefix", sorted(GROUPS))
+def test_each_group_has_variants_and_the_labels_hold(prefix: str) -> None:
+    cases = [c for c in MANIFEST if c["id"].startswith(prefix)]
+    assert len(cases) >= (1 if prefix == "objective-" else 5), GROUPS[prefix]
+    if prefix != "objective-":
+        # negatives: no training, or no PEFT, or the method the name does not claim
+        assert any(not c["trains"] or c["k"] == "full SFT" or c["note"].startswith("negative")
+                   for c in cases)
+        assert any(c["trains"] for c in cases)
+    wrong = [c["id"] for c in cases
+             if label(fixture_files(c), c["command"]) != (c["route"], c["k"], c["trains"], c["method"])]
+    assert len(wrong) <= 0.05 * len(cases), wrong
+
+
+def _consistent(route: str, kind: str | None, method: str | None) -> bool:
+    if route in ("Placeholder/Missing", "Copy"):
+        return kind is None and method is None
+    if route in ("GRPO", "PPO", "SFT+RL"):
+        return kind == "RL" and method in RL
+    return route == "SFT-only" and kind in ("full SFT", "PEFT", "preference", "distillation",
+                                            "reward model") and method is not None and method not in RL
+
+
+def _detections(case: dict[str, Any]) -> list[Detection]:
+    reader = CommandReader(fixture_files(case))
+    found = [reader.analyse(case["command"])] + [reader.analyse_argv(a) for a in simple_commands(case["command"])]
+    return [d for d in found if d is not None]
+
+
+@pytest.mark.parametrize("case", MANIFEST, ids=[c["id"] for c in MANIFEST])
+def test_route_and_strategy_never_contradict(case: dict[str, Any]) -> None:
+    """Route and strategy come from one decision: every detection of every fixture (the whole
+    command line and each of its simple commands) gets a route, a strategy and a method that
+    agree, however they are asked for (the labels, the functions the run analysis calls one by
+    one, the detection's own properties)."""
+    for d in _detections(case):
+        route, kind = labels(d.methods, trained=d.trains)
+        method = primary_method(d.methods) if d.trains else None
+        assert _consistent(route, kind, method), (case["id"], route, kind, method, d.methods)
+        assert (d.route, d.kind) == (route, kind)
+        assert route_of(d.methods, trained=d.trains, copy=False) == route
+        if d.trains:
+            assert training_kind(d.methods) == kind and d.method == method
+
+
+def test_route_and_strategy_never_contradict_for_any_method_set() -> None:
+    names = list(METHODS)
+    sets = [set()] + [{a} for a in names] + [{a, b} for i, a in enumerate(names) for b in names[i + 1:]]
+    for methods in sets:
+        for trained in (True, False):
+            route, kind = labels(methods, trained=trained)
+            method = primary_method(methods) if trained else None
+            if trained and method is None:
+                method = "SFT"  # a parameter update whose objective nothing names: supervised
+            assert _consistent(route, kind, method), (methods, trained, route, kind)
+            assert route_of(methods, trained=trained, copy=False) == route
+            if trained:
+                assert training_kind(methods) == kind
 
 
 @pytest.mark.parametrize("case", MANIFEST, ids=[c["id"] for c in MANIFEST])
@@ -296,3 +391,99 @@ def test_adapter_loaded_to_train_is_peft_loaded_to_merge_is_not() -> None:
     merge = "from peft import PeftModel\nm = PeftModel.from_pretrained(b, 'output/v1').merge_and_unload()\n"
     found = analyse_script("b.py", merge)
     assert found.methods == {"merging"} and not found.trains
+
+
+# ---- imports, trainer classes, PEFT flags, names against code --------------------------------
+
+def test_relative_imports_resolve_against_the_importing_package() -> None:
+    files = {"app/pkg/__init__.py": "",
+             "app/pkg/run.py": "from . import trainers\nfrom .util import seed\nseed()\n"
+                               "trainers.PairTrainer(model='m').train()\n",
+             "app/pkg/util.py": "def seed():\n    return 0\n",
+             "app/pkg/trainers.py": "from trl import ORPOTrainer\nclass PairTrainer(ORPOTrainer):\n    pass\n",
+             "app/trainers.py": "class PairTrainer:\n    pass\n"}  # same name one folder up: not it
+    assert label(files, "cd app && python -m pkg.run") == ("SFT-only", "preference", True, "ORPO")
+    # the importing file's own package decides, not the launched script's folder
+    files["app/pkg/run.py"] = "from .trainers import PairTrainer\nPairTrainer(model='m').train()\n"
+    assert label(files, "cd app && python -m pkg.run")[3] == "ORPO"
+    files["app/pkg/run.py"] = "from ..trainers import PairTrainer\nPairTrainer(model='m').train()\n"
+    assert not label(files, "cd app && python -m pkg.run")[2]
+    # an import cycle ends at the file already being read
+    cyc = {"a.py": "import b\nfrom trl import SFTTrainer\nSFTTrainer(model='m').train()\n",
+           "b.py": "import a\n"}
+    assert label(cyc, "python a.py")[:3] == ("SFT-only", "full SFT", True)
+
+
+def test_trainer_classes_written_in_the_code_need_a_launch_method_and_an_update_or_loss() -> None:
+    loop = ("class {name}:\n    def {launch}(self):\n        for b in self.data:\n"
+            "            loss = {loss}(b)\n{update}\n")
+    update = "            loss.backward()\n            self.opt.step()"
+    sft = analyse_script("a.py", loop.format(name="Runner", launch="fit", loss="self.model", update=update)
+                         + "Runner().fit()\n")
+    assert sft.trains and sft.methods == {"SFT"}
+    dpo = analyse_script("b.py", loop.format(name="Runner", launch="train", loss="dpo_loss", update="")
+                         + "r = Runner()\nr.train()\n")
+    assert dpo.trains and dpo.methods == {"DPO"}
+    # neither an update nor a named loss (whatever the class is called), or never launched
+    assert not analyse_script("c.py", loop.format(name="SFTTrainer", launch="fit", loss="self.model",
+                                                  update="") + "SFTTrainer().fit()\n").trains
+    assert not analyse_script("d.py", loop.format(name="Runner", launch="fit", loss="dpo_loss",
+                                                  update=update) + "r = Runner()\n").trains
+    # a named loss without a launch method is no trainer class
+    assert not analyse_script("e.py", loop.format(name="Runner", launch="evaluate", loss="dpo_loss",
+                                                  update="") + "Runner().evaluate()\n").trains
+
+
+def test_conditional_peft_reports_what_decided_it() -> None:
+    src = ("import os\nfrom peft import LoraConfig, get_peft_model\nfrom trl import SFTTrainer\n"
+           "m = 'model'\nif os.environ.get('USE_LORA', '0') == '1':\n"
+           "    m = get_peft_model(m, LoraConfig(r=8))\nSFTTrainer(model=m).train()\n")
+    found = analyse_script("a.py", src)
+    assert "PEFT" not in found.methods and "PEFT off" in found.evidence  # the env var's default
+    opaque = analyse_script("b.py", src.replace("os.environ.get('USE_LORA', '0') == '1'",
+                                                "remote.flags().lora"))
+    assert "PEFT" not in opaque.methods and "could not be read" in opaque.evidence["undecided"][0]
+    files = {"sft.py": src.replace("os.environ.get('USE_LORA', '0') == '1'", "cfg['peft']['lora']")
+             .replace("m = 'model'", "import json\ncfg = json.load(open('run.json'))\nm = 'model'"),
+             "run.json": '{"peft": {"lora": true}}'}
+    d = CommandReader(files).analyse("python sft.py")
+    assert d is not None and "PEFT" in d.methods and "run.json" in d.evidence["PEFT"][0]
+    # a condition that is not about PEFT (an error check) does not make PEFT undecided
+    guard = ("from peft import get_peft_model\nfrom trl import SFTTrainer\nimport sys\n"
+             "if len(sys.argv) > 5:\n    raise SystemExit('usage')\n"
+             "m = get_peft_model('model', cfg)\nSFTTrainer(model=m).train()\n")
+    assert "PEFT" in analyse_script("c.py", guard).methods
+
+
+def test_peft_helpers_of_workspace_modules_follow_the_call_site() -> None:
+    files = {"lora_utils.py": "from peft import LoraConfig, get_peft_model\n"
+                              "def add_adapters(model, r=8):\n"
+                              "    return get_peft_model(model, LoraConfig(r=r))\n",
+             "train.py": "import argparse\nfrom lora_utils import add_adapters\n"
+                         "from trl import SFTTrainer\np = argparse.ArgumentParser()\n"
+                         "p.add_argument('--peft', action='store_true')\na = p.parse_args()\n"
+                         "m = 'model'\nif a.peft:\n    m = add_adapters(m)\nSFTTrainer(model=m).train()\n"}
+    assert label(files, "python train.py")[1] == "full SFT"
+    assert label(files, "python train.py --peft")[1] == "PEFT"
+    files["train.py"] = files["train.py"].replace("if a.peft:\n    m = add_adapters(m)", "m = add_adapters(m)")
+    assert label(files, "python train.py")[1] == "PEFT"
+
+
+def test_code_outranks_the_name_of_a_framework_class_whose_source_is_in_the_workspace() -> None:
+    files = {"vendor/fastlib/__init__.py": "from .distill import SelfDistillTrainer\n",
+             "vendor/fastlib/distill.py": "from transformers import Trainer\n"
+                                          "class SelfDistillTrainer(Trainer):\n"
+                                          "    def compute_loss(self, model, inputs, **kw):\n"
+                                          "        return model(**inputs).loss\n",
+             "vendor/run.py": "from fastlib import SelfDistillTrainer\nSelfDistillTrainer(model='m').train()\n"}
+    assert label(files, "cd vendor && python run.py") == ("SFT-only", "full SFT", True, "SFT")
+    teacher = files | {"vendor/fastlib/distill.py": files["vendor/fastlib/distill.py"].replace(
+        "return model(**inputs).loss", "s = model(**inputs).logits\n        t = self.teacher(**inputs).logits\n"
+        "        return kl_div(log_softmax(s), softmax(t))")}
+    assert label(teacher, "cd vendor && python run.py")[3] == "distillation"
+
+
+def test_loss_names() -> None:
+    assert [method_of_loss(n) for n in ("DPOLoss", "sft_loss", "compute_policy_loss", "KDLoss",
+                                        "PairWiseLoss", "GPTLMLoss", "loss", "aux_loss", "loss_fn")] == \
+        ["DPO", "SFT", "PPO", "distillation", "reward model", "SFT", None, None, None]

@@ -3,8 +3,11 @@ prompt, with most prompt tokens taken from a cache."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -12,6 +15,21 @@ from a2rl._errors import A2RLError
 from a2rl.envs import Episode, RolloutConfig, Step, StepResult, run_rollouts
 from a2rl.inference import GenerationSettings, SessionPrompt, load_engine
 from a2rl.inference._transformers import TransformersEngine
+
+COMPARISON = Path(__file__).resolve().parent.parent / "bench" / "_comparison_engine.py"
+"""The engine paths the benchmarks compare against (transformers' cache, attention, decoding)."""
+
+
+def _comparison() -> ModuleType:
+    """bench/_comparison_engine.py, imported by path (bench/ is not a package)."""
+    name = "a2rl_bench_comparison_engine"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, COMPARISON)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 class Plain:
@@ -75,7 +93,7 @@ EPISODES = [Episode(id=f"e{i}", split="train", payload={"length": n, "word": w})
 @pytest.fixture(scope="module")
 def engine(tiny_model: Path) -> TransformersEngine:
     eng = load_engine(tiny_model, backend="transformers")
-    # The cached path is the default (A2RL_KV_SESSIONS=0 turns it off).
+    # The cached path is the engine's (a full-attention model).
     assert isinstance(eng, TransformersEngine) and eng._caching
     return eng
 
@@ -163,11 +181,10 @@ def test_a_long_turn_in_a_batch_of_short_ones_is_still_exact(
         engine.end_session(f"s{i}")
 
 
-def test_kv_sessions_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A2RL_KV_SESSIONS=0 gives the previous engine (every turn re-encodes its whole prompt),
-    for comparisons."""
-    monkeypatch.setenv("A2RL_KV_SESSIONS", "0")
-    eng = load_engine(tiny_model, backend="transformers")
+def test_comparison_engine_without_kv_sessions(tiny_model: Path) -> None:
+    """The benchmarks' engine without session caches re-encodes every turn's whole prompt
+    through `generate`."""
+    eng = _comparison().ComparisonEngine(tiny_model, without=("kv-sessions",))
     assert isinstance(eng, TransformersEngine) and not eng._caching
     settings = GenerationSettings(max_new_tokens=3)
     prompt = eng.apply_chat_template([{"role": "user", "content": "Say one word."}])
@@ -238,21 +255,63 @@ def test_growing_layer_adopts_tensors_replaced_from_outside() -> None:
     assert torch.equal(keys, torch.cat([k[1:, :, :3], k[1:, :, :1], k[1:, :, 4:]], dim=2))
 
 
-def test_growing_cache_can_be_turned_off(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A2RL_GROWING_CACHE=0 gives transformers' concatenating cache; completions are the same."""
+def test_comparison_engine_without_growing_cache(tiny_model: Path) -> None:
+    """The benchmarks' engine without the preallocated cache uses transformers' concatenating
+    one; completions are the engine's."""
     from transformers.cache_utils import DynamicLayer
 
     settings = GenerationSettings(max_new_tokens=6)
     prompts = ["Say one word.", "Count to three, slowly and with care."]
     on = load_engine(tiny_model, backend="transformers")
-    monkeypatch.setenv("A2RL_GROWING_CACHE", "0")
-    off = load_engine(tiny_model, backend="transformers")
+    off = _comparison().ComparisonEngine(tiny_model, without=("growing-cache",))
     assert isinstance(off, TransformersEngine) and not off._growing
     assert type(off._new_cache(None, 10).layers[0]) is DynamicLayer
     assert on.generate(prompts, settings) == off.generate(prompts, settings)
     sessions = [SessionPrompt(str(i), p) for i, p in enumerate(prompts)]
     assert on.generate_sessions(sessions, settings) == off.generate_sessions(sessions, settings)
 
+
+
+def test_comparison_engine_paths_give_the_engines_completions(
+        engine: TransformersEngine, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without compact decoding (`generate` decodes greedy turns), prompt lookup and copy-free
+    attention the benchmarks' engine gives the engine's completions, turn after turn; the
+    re-encoding wrapper generates with the concatenating cache and SDPA attention and leaves the
+    engine as it was."""
+    from a2rl.inference import _transformers
+    from a2rl.inference._attention import NAME
+
+    comparison = _comparison()
+    settings = GenerationSettings(max_new_tokens=8)
+    prompts = [engine.apply_chat_template([{"role": "user", "content": f"Name {w} things."}])
+               for w in ("two", "three or four")]
+    first = [SessionPrompt(f"c{i}", p) for i, p in enumerate(prompts)]
+    want = engine.generate_sessions(first, settings)
+    for request in first:
+        engine.end_session(request.session)
+    off = comparison.ComparisonEngine(
+        tiny_model, without=("compact-decode", "prompt-lookup", "packed-attention"))
+    assert off._lookup == 0 and off.model.config._attn_implementation == "sdpa"
+
+    def no_greedy_decode(*args, **kwargs):
+        raise AssertionError("greedy_decode ran without compact decoding")
+
+    monkeypatch.setattr(_transformers, "greedy_decode", no_greedy_decode)
+    assert off.generate_sessions(first, settings) == want
+    second = [SessionPrompt(r.session, r.prompt + w + " and more") for r, w in zip(first, want, strict=True)]
+    assert off.generate_sessions(second, settings) == engine.generate([r.prompt for r in second],
+                                                                      settings)
+    assert off.cache_stats["encoded_tokens"] < off.cache_stats["prompt_tokens"]
+    with pytest.raises(ValueError, match="unknown part"):
+        comparison.ComparisonEngine(tiny_model, without=("kv-cache",))
+
+    seen: list[tuple[bool, str]] = []
+    reencoding = comparison.Reencoding(engine)
+    got = reencoding.generate(prompts, settings, lambda n: seen.append(
+        (engine._growing, engine.model.config._attn_implementation)))
+    assert got == engine.generate(prompts, settings)
+    assert seen == [(False, "sdpa")]
+    assert engine._growing and engine.model.config._attn_implementation == NAME
 
 def test_greedy_decode_drops_finished_rows_with_generates_tokens(engine: TransformersEngine) -> None:
     """Rows that stop at different steps leave the batch (the cache shrinks with them), and every

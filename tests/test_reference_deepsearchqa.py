@@ -160,6 +160,101 @@ def test_single_answers_are_never_split() -> None:
     assert expected_items("ignored", SET, ["a, b", "c"]) == ["a, b", "c"]
 
 
+# ---- units, acronyms and clauses (what the official rule gives for each) ------------------
+
+
+def _graded(prediction: str, gold: list[str]) -> tuple[bool, int, int]:
+    o = string_grade(prediction, gold)
+    return o.fully_correct, o.n_found, len(o.excessive)
+
+
+@pytest.mark.parametrize(("prediction", "gold", "expected"), [
+    # a unit written out, abbreviated or spelled the other way is the same unit
+    ("The tower is 324 meters tall", ["324 m"], (True, 1, 0)),
+    ("324 metres", ["324 m"], (True, 1, 0)),
+    ("324 m", ["324 meters"], (True, 1, 0)),
+    ("5 kilograms", ["5 kg"], (True, 1, 0)),
+    ("roughly 5 kg", ["5 kilograms"], (True, 1, 0)),
+    ("12 km", ["12 kilometres"], (True, 1, 0)),
+    ("12 kilometres", ["12 km"], (True, 1, 0)),
+    ("a 45 per cent share", ["45%"], (True, 1, 0)),
+    ("45%", ["45 percent"], (True, 1, 0)),
+    ("120 km/h", ["120 kilometres per hour"], (True, 1, 0)),
+    ("1,200 km²", ["1200 square kilometers"], (True, 1, 0)),
+    ("20°C", ["20 degrees Celsius"], (True, 1, 0)),
+    ("$5m", ["$5 million"], (True, 1, 0)),
+    ("8,849 m (29,032 ft)", ["8849 metres"], (True, 1, 0)),
+    # a wrong number or a wrong unit stays wrong; a second amount is an extra item
+    ("325 meters", ["324 m"], (False, 0, 1)),
+    ("324 feet", ["324 m"], (False, 0, 1)),
+    ("324 km", ["324 m"], (False, 0, 1)),
+    ("46 per cent", ["45%"], (False, 0, 1)),
+    ("5 kg or 6 kg", ["5 kg"], (False, 1, 1)),
+    ("5 m", ["5 million"], (False, 0, 1)),  # a lower-case m after a number is metres
+    ("12 km, 15 km", ["12 km"], (False, 1, 1)),
+])
+def test_units_after_numbers(prediction: str, gold: list[str], expected: tuple[bool, int, int]) -> None:
+    assert _graded(prediction, gold) == expected
+
+
+def test_a_unit_letter_is_a_unit_only_after_a_number() -> None:
+    assert canonical_tokens("Plan m") != canonical_tokens("Plan meters")
+    assert canonical_tokens("Vitamin C") != canonical_tokens("Vitamin celsius")
+    assert canonical_tokens("the 1990s") == canonical_tokens("1990s")
+
+
+@pytest.mark.parametrize(("prediction", "gold", "expected"), [
+    # an acronym in capitals for the words it abbreviates, either way round
+    ("WHO", ["World Health Organization"], (True, 1, 0)),
+    ("the World Health Organization", ["WHO"], (True, 1, 0)),
+    ("It was NASA.", ["National Aeronautics and Space Administration"], (True, 1, 0)),
+    ("UEFA", ["Union of European Football Associations"], (True, 1, 0)),
+    ("U.N.", ["United Nations"], (True, 1, 0)),
+    # both forms side by side are one item
+    ("the World Health Organization (WHO)", ["WHO"], (True, 1, 0)),
+    ("WHO (World Health Organization)", ["World Health Organization"], (True, 1, 0)),
+    ("World Health Organization and UNICEF", ["WHO", "UNICEF"], (True, 2, 0)),
+    # other letters, other words, or the pronoun are not the organisation
+    ("WTO", ["World Health Organization"], (False, 0, 1)),
+    ("World Trade Organization", ["WHO"], (False, 0, 1)),
+    ("who", ["World Health Organization"], (False, 0, 1)),
+    ("WHO", ["WTO"], (False, 0, 1)),
+    ("WHO and UNICEF", ["World Health Organization"], (False, 1, 1)),
+    ("Eastern Ukraine", ["EU"], (False, 0, 1)),  # two initials are not expanded
+])
+def test_acronyms_and_their_expansions(prediction: str, gold: list[str],
+                                       expected: tuple[bool, int, int]) -> None:
+    assert _graded(prediction, gold) == expected
+
+
+@pytest.mark.parametrize(("prediction", "gold", "expected"), [
+    # a clause about the answer is not a second item
+    ("The answer is Paris, which is the capital", ["Paris"], (True, 1, 0)),
+    ("Paris, which is large and old", ["Paris"], (True, 1, 0)),
+    ("The answer is Paris, the capital of France", ["Paris"], (True, 1, 0)),
+    ("Marie Curie, who won two Nobel Prizes", ["Marie Curie"], (True, 1, 0)),
+    ("Based on my search, the answer is Paris", ["Paris"], (True, 1, 0)),
+    ("Paris is the capital of France", ["Paris"], (True, 1, 0)),
+    ("Paris and Lyon, both in France", ["Paris", "Lyon"], (True, 2, 0)),
+    ("Paris, which is the capital, and Lyon", ["Paris", "Lyon"], (True, 2, 0)),
+    # items after a clause, hedging clauses and real second items still count
+    ("Paris, which is the capital, and Madrid", ["Paris"], (False, 1, 1)),
+    ("Paris, which could also be Lyon", ["Paris"], (False, 1, 1)),
+    ("Paris, as well as Lyon", ["Paris"], (False, 1, 1)),
+    ("France, the Netherlands", ["France"], (False, 1, 1)),
+    ("Madrid, which is the capital", ["Paris"], (False, 0, 1)),
+    ("The answer is Paris, which is the capital", ["Paris", "Lyon"], (False, 1, 0)),
+])
+def test_clauses_are_not_list_items(prediction: str, gold: list[str],
+                                    expected: tuple[bool, int, int]) -> None:
+    assert _graded(prediction, gold) == expected
+
+
+def test_an_item_after_a_clause_lowers_precision() -> None:
+    o = string_grade("Paris, which is the capital, and Madrid", ["Paris"])
+    assert o.correct_with_extraneous and math.isclose(o.precision, 0.5) and o.recall == 1.0
+
+
 # ---- documented differences from a judge ------------------------------------------------
 
 
@@ -167,6 +262,8 @@ def test_single_answers_are_never_split() -> None:
     ("Paris, France", ["Paris"]),          # a judge reads the country as a qualifier
     ("Google", ["Alphabet"]),              # aliases outside the table
     ("Bach", ["Johann Sebastian Bach"]),   # a short form of a name
+    ("0.324 km", ["324 m"]),               # the same amount in another unit
+    ("the United Nations", ["UN"]),        # a two-letter acronym spelled out
 ])
 def test_documented_differences_from_a_judge(prediction: str, gold: list[str]) -> None:
     """Where the string grader is stricter than a judge (named in the task description). If one

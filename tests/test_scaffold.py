@@ -15,6 +15,9 @@ from scaffold_support import DIAGNOSIS, EXPECTATION, FakeGrader, Judge, record
 
 from a2rl._errors import A2RLError
 from a2rl.analysis._scaffold import render_scaffold, scaffold_analysis
+from a2rl.extensions.scaffold import Scaffold, install, parse_components, scaffold_config
+from a2rl.extensions.scaffold._review_cli import review_run
+from a2rl.extensions.scaffold._routes import scaffold_router
 from a2rl.recording._snapshots import CodeRecorder
 from a2rl.records import (
     Experiment,
@@ -37,9 +40,6 @@ from a2rl.records._scaffold import (
     StrategyChange,
     Suggestion,
 )
-from a2rl.scaffold import Scaffold, install, parse_components, scaffold_config
-from a2rl.scaffold._review_cli import review_run
-from a2rl.scaffold._routes import scaffold_router
 from a2rl.tasks import get_task
 from conftest import TINY_TASK, serve_on_loopback
 
@@ -410,8 +410,8 @@ def test_the_evaluator_only_ever_sees_train_visible_items(tmp_path: Path) -> Non
     """The items whose outputs the evaluator gets are what the task writes as train data (into
     a harness-private folder); no held-out question that is not also a train one is among
     them, and the prompts carry none."""
-    from a2rl.scaffold import _prompts
-    from a2rl.scaffold._core import train_items
+    from a2rl.extensions.scaffold import _prompts
+    from a2rl.extensions.scaffold._core import train_items
 
     task = get_task("arith", dict(TINY_TASK))
     items = train_items(task, tmp_path / "view")
@@ -427,7 +427,7 @@ def test_the_evaluator_only_ever_sees_train_visible_items(tmp_path: Path) -> Non
 
 
 def test_cli_scaffold_option_becomes_the_run_config_field() -> None:
-    from a2rl.cli import _scaffold_option
+    from a2rl.cli.run import _scaffold_option
 
     assert _scaffold_option(None, None) == {}
     got = _scaffold_option("journal,plan-review", ["reviewer=person", "revision_every=4"])

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from a2rl._errors import A2RLError
-from a2rl.recording import parse_exec_log, strace_available, traced_command
-from a2rl.scaffold._skills import (
+from a2rl.extensions.exec_trace import strace_available, traced_command
+from a2rl.extensions.scaffold._skills import (
     CREATED_DIR,
     LIBRARY_DIR,
     RECORD_DIR,
@@ -28,6 +28,7 @@ from a2rl.scaffold._skills import (
     read_library,
     skill_consults,
 )
+from a2rl.recording import parse_exec_log
 
 REQUIRED = {"post-training-pitfalls", "diagnose-silent-rl-failures", "trainer-data-formats",
             "monitor-training-run", "chat-template-alignment", "create-skill"}

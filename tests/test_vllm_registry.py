@@ -98,7 +98,7 @@ def test_working_venv_is_chosen_and_runs_the_child(tmp_path: Path,
 
 
 def test_options_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from a2rl.cli import _engine_options
+    from a2rl.cli._options import _engine_options
 
     with pytest.raises(A2RLError, match="unknown --engine"):
         _engine_options("tensorrt", None, None)

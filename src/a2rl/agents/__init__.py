@@ -1,14 +1,22 @@
-"""Agents under test: the contract, the registry, the reference agent, command agents, and the
-launchers of the LLM coding CLIs (Claude Code, Codex, OpenCode, Gemini CLI, OpenHands)."""
+"""Agents under test: the contract, the registry (`agents`), the reference agent, command
+agents, and the launchers of the LLM coding CLIs (Claude Code, Codex, OpenCode, Gemini CLI,
+OpenHands)."""
 
 from a2rl.agents._agent import PASSTHROUGH_ENV, Agent, AgentContext, CommandAgent
 from a2rl.agents._cli import CLIAgent, CLIPackage, install, is_installed
 from a2rl.agents._detect import detect_cli
 from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult
-from a2rl.agents._registry import BUILTIN_AGENTS, DEFAULT_AGENT, get_agent, list_agents
+from a2rl.agents._registry import (
+    BUILTIN_AGENTS,
+    DEFAULT_AGENT,
+    agent_class,
+    agents,
+    get_agent,
+    list_agents,
+)
 from a2rl.agents._stream import PARSE_REPORT, read_lines, read_parse_report
 
 __all__ = ["BUILTIN_AGENTS", "DEFAULT_AGENT", "PARSE_REPORT", "PASSTHROUGH_ENV", "Agent",
            "AgentContext", "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind",
-           "ParseReport", "ParseResult", "detect_cli", "get_agent", "install", "is_installed", "list_agents",
-           "read_lines", "read_parse_report"]
+           "ParseReport", "ParseResult", "agent_class", "agents", "detect_cli", "get_agent",
+           "install", "is_installed", "list_agents", "read_lines", "read_parse_report"]

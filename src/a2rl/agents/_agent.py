@@ -14,7 +14,7 @@ import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from a2rl.workspace import Workspace
 
@@ -56,6 +56,17 @@ class Agent(ABC):
     api_hosts: ClassVar[tuple[str, ...]] = ()
     """Hosts its own API lives on: the default egress allow-list of a run with this agent
     (`--driver-base-url` adds that host, `--allow-host` more)."""
+    import_names: ClassVar[tuple[str, ...]] = ()
+    """Words that, in another harness's name for its agent (a results folder, its `--agent`),
+    mean this agent: `a2rl import` reads that agent's transcript with this agent's parser
+    first. Default: the program of its pinned CLI (`package.executable`), when it has one."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "import_names" not in cls.__dict__:
+            program = getattr(getattr(cls, "package", None), "executable", None)
+            if isinstance(program, str):
+                cls.import_names = (program,)
 
     @abstractmethod
     def command(self, ctx: AgentContext) -> list[str]:

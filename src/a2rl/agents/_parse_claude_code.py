@@ -33,6 +33,13 @@ One more `usage` event (extra source=result) carries the round's cost and the di
 the CLI's total: positive for tokens the stream did not show (side calls, subagents, output
 counts without partial messages), negative (extra correction=1, and a warning in the report)
 when the stream showed more than the CLI counted.
+
+Two totals, both kept: input_tokens/output_tokens of the events sum to every model the CLI
+called (the result's `modelUsage`: side calls of the small model and subagents included, what
+its cost prices); main_input_tokens/main_output_tokens sum to the main model's own agent loop
+(the result's `usage`). A response of a subagent (`parent_tool_use_id`, or `isSidechain` in a
+session file) counts 0 for the main model; the result event carries the difference between
+the round's `usage` and the main responses the stream showed.
 """
 
 from __future__ import annotations
@@ -100,6 +107,9 @@ class ClaudeCodeParser(EventCollector):
         """Every command by tool_use id (task events name the call that launched them)."""
         self.cwd: str | None = None
         self.round_in = self.round_out = 0
+        self.round_main_in = self.round_main_out = 0
+        """The main model's share of round_in/round_out (responses outside subagents)."""
+        self.subagent_messages: set[str] = set()
         self.model_totals: dict[str, tuple[int, int, float]] = {}
         """Per session: the cumulative modelUsage (in, out, cost) at its last result."""
         self.last_cost: dict[str, float] = {}
@@ -112,12 +122,15 @@ class ClaudeCodeParser(EventCollector):
             if "a2rl_session" in obj:
                 if (obj["a2rl_session"] or {}).get("event") == "round_start":
                     self.round_in = self.round_out = 0
+                    self.round_main_in = self.round_main_out = 0
             elif kind == "system":
                 self.system(t, obj)
             elif kind == "stream_event":
-                self.stream_event(t, obj.get("event") or {}, obj.get("api_message_id"))
+                self.stream_event(t, obj.get("event") or {}, obj.get("api_message_id"),
+                                  obj.get("parent_tool_use_id"))
             elif kind == "assistant":
-                self.assistant(t, obj.get("message") or {}, obj.get("parent_tool_use_id"))
+                parent = obj.get("parent_tool_use_id") or ("sidechain" if obj.get("isSidechain") else None)
+                self.assistant(t, obj.get("message") or {}, parent)
             elif kind == "user":
                 extra = obj.get("tool_use_result") or obj.get("toolUseResult")
                 self.user(t, obj.get("message") or {}, extra if isinstance(extra, dict) else {})
@@ -195,7 +208,10 @@ class ClaudeCodeParser(EventCollector):
             extra["subagent_of"] = str(parent)
         self.add("turn", t, extra=extra)
 
-    def set_usage(self, t: float, msg_id: str, usage: dict[str, Any], *, final: bool) -> None:
+    def set_usage(self, t: float, msg_id: str, usage: dict[str, Any], *, final: bool,
+                  parent: Any = None) -> None:
+        if parent:
+            self.subagent_messages.add(msg_id)
         ev = self.usage.get(msg_id)
         if ev is None:
             ev = self.add("usage", t, input_tokens=0, output_tokens=0,
@@ -217,22 +233,30 @@ class ClaudeCodeParser(EventCollector):
             ev.output_tokens = max(out, ev.output_tokens or 0)
         self.round_in += (ev.input_tokens or 0) - old_in
         self.round_out += (ev.output_tokens or 0) - old_out
+        # The main model's share: all of a main-loop response, none of a subagent's.
+        old_main_in, old_main_out = ev.main_input_tokens or 0, ev.main_output_tokens or 0
+        main = msg_id not in self.subagent_messages
+        ev.main_input_tokens = (ev.input_tokens or 0) if main else 0
+        ev.main_output_tokens = (ev.output_tokens or 0) if main else 0
+        self.round_main_in += ev.main_input_tokens - old_main_in
+        self.round_main_out += ev.main_output_tokens - old_main_out
 
-    def stream_event(self, t: float, event: dict[str, Any], msg_id: str | None) -> None:
+    def stream_event(self, t: float, event: dict[str, Any], msg_id: str | None,
+                     parent: Any = None) -> None:
         if event.get("type") == "message_start":
             message = event.get("message") or {}
             msg_id = message.get("id") or msg_id
             if msg_id:
-                self.new_message(t, msg_id, message.get("model"))
-                self.set_usage(t, msg_id, message.get("usage") or {}, final=False)
+                self.new_message(t, msg_id, message.get("model"), parent)
+                self.set_usage(t, msg_id, message.get("usage") or {}, final=False, parent=parent)
         elif event.get("type") == "message_delta" and msg_id and msg_id in self.usage:
-            self.set_usage(t, msg_id, event.get("usage") or {}, final=True)
+            self.set_usage(t, msg_id, event.get("usage") or {}, final=True, parent=parent)
 
     def assistant(self, t: float, message: dict[str, Any], parent: Any) -> None:
         msg_id = message.get("id") or f"anon-{len(self.messages)}"
         self.new_message(t, msg_id, message.get("model"), parent)
         if isinstance(message.get("usage"), dict):
-            self.set_usage(t, msg_id, message["usage"], final=False)
+            self.set_usage(t, msg_id, message["usage"], final=False, parent=parent)
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
@@ -372,17 +396,25 @@ class ClaudeCodeParser(EventCollector):
                     growth[0] >= self.round_in * 0.98 and growth[1] >= self.round_out * 0.98:
                 return (*growth, "modelUsage growth")
             return (*now, "modelUsage")
-        usage = obj.get("usage") or {}
-        tok_in = (as_int(usage.get("input_tokens")) + as_int(usage.get("cache_read_input_tokens"))
-                  + as_int(usage.get("cache_creation_input_tokens")))
+        tok_in, tok_out = self.main_total(obj) or (0, 0)
         total = float(obj.get("total_cost_usd") or 0.0)  # cumulative over resumed rounds
         cost = total - self.last_cost.get(session, 0.0) if total >= self.last_cost.get(
             session, 0.0) else total
         self.last_cost[session] = total
-        return tok_in, as_int(usage.get("output_tokens")), cost, "usage"
+        return tok_in, tok_out, cost, "usage"
+
+    @staticmethod
+    def main_total(obj: dict[str, Any]) -> tuple[int, int] | None:
+        """(input, output) of the round's main model: the result's `usage` (None without one)."""
+        usage = obj.get("usage")
+        if not isinstance(usage, dict) or usage.get("input_tokens") is None:
+            return None
+        return (as_int(usage.get("input_tokens")) + as_int(usage.get("cache_read_input_tokens"))
+                + as_int(usage.get("cache_creation_input_tokens")), as_int(usage.get("output_tokens")))
 
     def on_result(self, t: float, obj: dict[str, Any]) -> None:
         tok_in, tok_out, cost, source = self.round_total(obj)
+        main = self.main_total(obj)
         if isinstance(obj.get("total_cost_usd"), (int, float)):
             self.last_cost[str(obj.get("session_id"))] = float(obj["total_cost_usd"])
         extra = {"source": "result", "subtype": str(obj.get("subtype")),
@@ -392,8 +424,11 @@ class ClaudeCodeParser(EventCollector):
             extra["correction"] = "1"
             self.stream_rounds_above += 1
         self.add("usage", t, input_tokens=d_in, output_tokens=d_out, cost_usd=round(cost, 6),
+                 main_input_tokens=None if main is None else main[0] - self.round_main_in,
+                 main_output_tokens=None if main is None else main[1] - self.round_main_out,
                  extra=extra)
         self.round_in = self.round_out = 0
+        self.round_main_in = self.round_main_out = 0
         subtype = str(obj.get("subtype") or "")
         if obj.get("is_error") or subtype.startswith("error"):
             errors = obj.get("errors")

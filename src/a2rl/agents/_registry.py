@@ -1,28 +1,42 @@
-"""Agent registry. Adding an agent = one module + one line in BUILTIN_AGENTS (or an entry point)."""
+"""Agent registry (`agents`). Adding an agent = one module whose class carries
+`@agents.register(name)` + its line in BUILTIN_AGENTS, or an `a2rl.agents` entry point
+(`name = "pkg.module:Class"`) from a package of its own."""
 
 from __future__ import annotations
 
 from a2rl._errors import A2RLError
-from a2rl._plugins import load, registered
+from a2rl._plugins import Registry
 from a2rl.agents._agent import Agent, CommandAgent
 
-BUILTIN_AGENTS: dict[str, str] = {
-    "reference": "a2rl.agents.reference:ReferenceAgent",
-    "claude-code": "a2rl.agents.claude_code:ClaudeCodeAgent",
-    "codex": "a2rl.agents.codex:CodexAgent",
-    "opencode": "a2rl.agents.opencode:OpenCodeAgent",
-    "gemini": "a2rl.agents.gemini:GeminiAgent",
-    "openhands": "a2rl.agents.openhands:OpenHandsAgent",
-}
+agents: Registry[type[Agent]] = Registry("agent", "a2rl.agents", {
+    "reference": "a2rl.agents.reference",
+    "claude-code": "a2rl.agents._claude_code_registration",
+    "codex": "a2rl.agents.codex",
+    "opencode": "a2rl.agents.opencode",
+    "gemini": "a2rl.agents.gemini",
+    "openhands": "a2rl.agents.openhands",
+})
+"""The agents by name: the built-in launchers, then `a2rl.agents` entry points."""
+BUILTIN_AGENTS: dict[str, str] = agents._builtin
+"""name -> module that registers it: the registry's own table (an entry added here is a
+built-in agent)."""
 DEFAULT_AGENT = "reference"
 
 
-def _all_agents() -> dict[str, str]:
-    return registered(BUILTIN_AGENTS, "a2rl.agents")
-
-
 def list_agents() -> list[str]:
-    return sorted(_all_agents()) + ["cmd:<shell command>"]
+    return agents.names() + ["cmd:<shell command>"]
+
+
+def agent_class(name: str) -> type[Agent]:
+    """The registered agent `name`, checked to be an `Agent` that names itself so."""
+    if name not in agents:
+        raise A2RLError(f"unknown agent {name!r}",
+                        f"choose one of: {', '.join(agents.names())}, or cmd:'<shell command>'")
+    cls = agents.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Agent)) or getattr(cls, "name", None) != name:
+        raise A2RLError(f"the agent registered as {name!r} ({cls!r}) is not an Agent subclass "
+                        "named so", f"register a subclass of a2rl.agents.Agent with name = {name!r}")
+    return cls
 
 
 def get_agent(spec: str) -> Agent:
@@ -32,9 +46,4 @@ def get_agent(spec: str) -> Agent:
         if not command:
             raise A2RLError("--agent cmd: needs a command", "e.g. --agent cmd:'./my_agent.sh'")
         return CommandAgent(command)
-    agents = _all_agents()
-    if spec not in agents:
-        raise A2RLError(f"unknown agent {spec!r}",
-                        f"choose one of: {', '.join(sorted(agents))}, or cmd:'<shell command>'")
-    cls = load(agents[spec])
-    return cls()  # type: ignore[no-any-return]
+    return agent_class(spec)()

@@ -38,7 +38,10 @@ tokens are then only known per CLI round, from its `result` event).
 
 Transcript parsing (`parse_transcript`, in `a2rl.agents._parse_claude_code`): 2.0.x and 2.1.x
 streams, failed and background commands, rejected edits; usage per model response, with each
-round's total as the CLI itself counted it (its `result` event) taking precedence.
+round's total as the CLI itself counted it (its `result` event) taking precedence. Two totals
+are kept: every model the CLI called (input_tokens/output_tokens: the result's `modelUsage`,
+side calls of the small model and subagents included, what its cost prices) and the main model
+alone (main_input_tokens/main_output_tokens: the result's `usage`).
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._registry import agents
 from a2rl.agents._stream import EventCollector, as_int, relative_path
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -72,6 +73,7 @@ def unwrap_shell(command: str) -> str:
     return command
 
 
+@agents.register("codex")
 class CodexAgent(CLIAgent):
     """OpenAI Codex CLI, headless (`codex exec --json`), approvals and its own sandbox off.
     Options: reprompt=1, reserve_s=<s>, reasoning_effort=<level>,

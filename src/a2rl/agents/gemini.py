@@ -63,6 +63,7 @@ from typing import Any, ClassVar
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._registry import agents
 from a2rl.agents._stream import EventCollector, as_int, relative_path
 
 SHELL_TOOL = "run_shell_command"
@@ -82,6 +83,7 @@ _EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 _CWD = re.compile(r"Working directory: `([^`]+)`")
 
 
+@agents.register("gemini")
 class GeminiAgent(CLIAgent):
     """Google's Gemini CLI, headless (-p, stream-json, approval mode yolo).
     Options: reprompt, reserve_s, loop_detection, shell_inactivity_s, side_model (see the

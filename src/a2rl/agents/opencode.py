@@ -68,6 +68,7 @@ from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
+from a2rl.agents._registry import agents
 from a2rl.agents._stream import TranscriptReader, as_int, finish_report, relative_path
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
@@ -96,6 +97,7 @@ SHELL_TOOL = "bash"
 EDIT_TOOLS = ("write", "edit", "multiedit", "apply_patch", "patch")
 
 
+@agents.register("opencode")
 class OpenCodeAgent(CLIAgent):
     """SST's OpenCode CLI, headless (`opencode run --format json`, permissions all allowed).
     Options: reprompt, reserve_s, variant, small_model, bash_timeout_ms (see the module

@@ -63,6 +63,7 @@ from a2rl._errors import A2RLError
 from a2rl.agents._agent import AgentContext
 from a2rl.agents._cli import CLIAgent, CLIPackage, install_dir
 from a2rl.agents._events import AgentEvent, ParseResult
+from a2rl.agents._registry import agents
 from a2rl.agents._stream import EventCollector, relative_path
 
 PYTHON_VERSION = "3.12"
@@ -93,6 +94,7 @@ def venv_base_prefix(venv: Path) -> Path | None:
     return None
 
 
+@agents.register("openhands")
 class OpenHandsAgent(CLIAgent):
     """OpenHands CLI, headless (`openhands --headless --json`), local runtime, actions
     auto-approved. Options: reprompt=1, reserve_s=<s>."""

@@ -21,10 +21,12 @@ from pathlib import Path
 
 import a2rl
 from a2rl.agents._agent import Agent, AgentContext
+from a2rl.agents._registry import agents
 
 RECIPES = ("sft", "rft", "grpo", "rollout-rft")
 
 
+@agents.register("reference")
 class ReferenceAgent(Agent):
     name = "reference"
     description = ("scripted pipeline (TRL): rejection-sampled SFT, SFT, GRPO or rollout RFT, "

@@ -630,7 +630,10 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
     if agent_events is not None:
         turns, turn_seconds = turn_phases(agent_events, reader, agent_s or 0.0)
         for aev in agent_events:
-            for key in ("input_tokens", "output_tokens", "cost_usd"):
+            # every model the CLI called (input/output_tokens) and the main model alone
+            # (main_*, from launchers that tell them apart)
+            for key in ("input_tokens", "output_tokens", "main_input_tokens", "main_output_tokens",
+                        "cost_usd"):
                 value = getattr(aev, key)
                 if value is not None:
                     usage[key] = usage.get(key, 0.0) + float(value)
@@ -845,7 +848,10 @@ def render_overview(a: RunAnalysis) -> str:
     usage = ""
     if a.usage:
         usage = (f"; tokens in/out {_num(a.usage.get('input_tokens', 0), 0)}/"
-                 f"{_num(a.usage.get('output_tokens', 0), 0)}"
+                 f"{_num(a.usage.get('output_tokens', 0), 0)} (all models)"
+                 + (f", main model {_num(a.usage['main_input_tokens'], 0)}/"
+                    f"{_num(a.usage.get('main_output_tokens', 0), 0)}"
+                    if "main_input_tokens" in a.usage else "")
                  + (f", cost ${a.usage['cost_usd']:.2f}" if a.usage.get("cost_usd") else ""))
     out = [f"# Run {a.run_id} ({a.task}): overview", "", *hidden, result,
            f"- route: **{a.route}**; methods attempted: {', '.join(a.methods_attempted) or 'none'};"

@@ -17,15 +17,17 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from a2rl.analysis._configs import (
+    Settings,
     config_detection,
     hf_args_peft,
     load_config,
     openrlhf_detection,
+    overrides,
     torchtune_detection,
     trl_cli_detection,
     verl_detection,
 )
-from a2rl.analysis._detect import Detection, ModuleReader, analyse_script
+from a2rl.analysis._detect import Detection, ModuleReader, analyse_script, decide_peft
 from a2rl.analysis._methods import TRAINING
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
@@ -337,22 +339,32 @@ class CommandReader:
         return None
 
     def module_reader(self, script_path: str) -> ModuleReader:
-        """Finds the workspace file of a module a script imports: `pkg.mod` next to the
-        importing file, next to the launched script, or from the workspace root; `.mod`
-        (relative, one dot per level) from the importing file's package."""
+        """Finds the workspace file of a module a script imports. `.mod` / `..pkg.mod`
+        (relative, one dot per level) is resolved against the importing file's own package;
+        `pkg.mod` next to the importing file, next to the launched script, at a folder above
+        either (where the top package of an import like `mypkg.train.sft` sits when the code is
+        run with `python -m` from there), in the command's working folder, or at the workspace
+        root."""
         top = PurePosixPath(script_path).parent
 
         def read(dotted: str, importer: str) -> tuple[str, str] | None:
             level = len(dotted) - len(dotted.lstrip("."))
             rel = dotted.lstrip(".").replace(".", "/")
             here = PurePosixPath(importer).parent
+            bases: list[PurePosixPath] = []
             if level:
                 for _ in range(level - 1):
                     here = here.parent
                 bases = [here]
             else:
-                bases = [here, top, PurePosixPath("")]
+                for start in (here, top):
+                    bases += [start, *start.parents]
+                bases += [PurePosixPath(self.cwd), PurePosixPath("")]
+            seen: set[str] = set()
             for base in bases:
+                if str(base) in seen:
+                    continue
+                seen.add(str(base))
                 for cand in (f"{rel}.py", f"{rel}/__init__.py") if rel else ("__init__.py",):
                     path = str(base / cand) if str(base) not in ("", ".") else cand
                     if path in self.files:
@@ -366,21 +378,25 @@ class CommandReader:
         if key not in self._cache:
             self._cache[key] = analyse_script(
                 path, self.files[path], read_module=self.module_reader(path),
-                analyse_command=self._nested)
+                analyse_command=self._nested, cache=self._cache, settle=False)
         found = self._cache[key]
         d = Detection(path)
         d.merge(found)
         d.parse_error = found.parse_error
         d.classes = found.classes
+        d.peft_functions = found.peft_functions
+        d.hydra_config = found.hydra_config
         # Config files on the command line: LLaMA-Factory's `src/train.py x.yaml`, recipe YAMLs
         # of alignment-handbook / open-r1 (`--config recipe.yaml`), TRL-style `--use_peft`.
         config = None
+        configs: list[tuple[str, dict[str, Any]]] = []
         for a in args:
             if a.endswith((".yaml", ".yml", ".json")) and (p := self.find(a)):
                 data = load_config(self.files[p], p)
                 if data is None:
                     continue
                 config = data
+                configs.append((p, data))
                 sub = config_detection(p, data)
                 # A script that hands its config to a framework (LLaMA-Factory's run_exp,
                 # axolotl's train) trains what the config says.
@@ -403,11 +419,39 @@ class CommandReader:
                     d.evidence.setdefault("launch", []).append("--do_predict without --do_train")
         if d.rl_config:
             self._verl_config(d, args)
+        if d.peft_guards:
+            decide_peft(d, Settings(flags=_flag_dict(args), overrides=overrides(args),
+                                    configs=configs or self._script_configs(path, d),
+                                    defaults=d.flag_defaults))
         if d.conditional_peft and "PEFT" not in d.methods:
             why = hf_args_peft(args, config)
             if why:
                 d.add("PEFT", f"{why} turns on {d.conditional_peft[0]}")
         return d
+
+    def _script_configs(self, path: str, d: Detection) -> list[tuple[str, dict[str, Any]]]:
+        """Configs a script reads when its command names none: the YAML/JSON files its code
+        names (next to the script or at the working folder), else, when it reads a config, the
+        ones next to it (its folder, or a `config`/`configs` folder there)."""
+        folder = PurePosixPath(path).parent
+        named: list[str] = [d.hydra_config] if d.hydra_config in self.files else []
+        for ref in d.config_refs:
+            for base in (folder, PurePosixPath(self.cwd), PurePosixPath("")):
+                cand = str(base / ref.removeprefix("./")) if str(base) not in ("", ".") else \
+                    ref.removeprefix("./")
+                if cand in self.files and cand not in named:
+                    named.append(cand)
+                    break
+        if not named and d.loads_config:
+            near = {str(folder), str(folder / "config"), str(folder / "configs")}
+            named = sorted(f for f in self.files if f.endswith((".yaml", ".yml", ".json"))
+                           and str(PurePosixPath(f).parent) in near)
+        out = []
+        for cand in named:
+            data = load_config(self.files[cand], cand)
+            if data is not None:
+                out.append((cand, data))
+        return out
 
     def _verl_config(self, d: Detection, args: list[str]) -> None:
         """A script that builds verl's RayPPOTrainer: the estimator comes from the command's
@@ -445,7 +489,7 @@ class CommandReader:
                 text = "".join(src) if isinstance(src, list) else str(src)
                 code += [ln for ln in text.splitlines() if not ln.lstrip().startswith(("%", "!"))]
         found = analyse_script(path, "\n".join(code), read_module=self.module_reader(path),
-                               analyse_command=self._nested)
+                               analyse_command=self._nested, cache=self._cache, settle=False)
         return found
 
     def _nested(self, command: str) -> Detection | None:
@@ -473,13 +517,14 @@ class CommandReader:
                 found = _copy(d)  # cached detections are shared: never merge into them
             elif d.trains:
                 found.merge(d)
-        return found
+        return found.settle() if found is not None else None
 
     def analyse_argv(self, argv: list[str]) -> Detection | None:
         key = tuple(argv)
         if key not in self._argv_cache:  # traces repeat the same commands many times
             launch = parse_launch(argv)
-            self._argv_cache[key] = None if launch is None else self.analyse_launch(launch)
+            found = None if launch is None else self.analyse_launch(launch)
+            self._argv_cache[key] = found.settle() if found is not None else None
         return self._argv_cache[key]
 
     def analyse_launch(self, launch: Launch) -> Detection | None:

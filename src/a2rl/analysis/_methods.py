@@ -47,7 +47,22 @@ _STEMS: dict[str, str] = {
     "gkd": "distillation", "gold": "distillation", "distillation": "distillation",
     "serverdistillation": "distillation", "asyncdistillation": "distillation",
     "iwopd": "distillation", "minillm": "distillation", "sdft": "distillation",
-    "sdpo": "distillation", "ssd": "distillation", "kd": "distillation",
+    "sdpo": "distillation", "kd": "distillation", "selfdistill": "distillation",
+    "selfdistillation": "distillation", "onpolicydistill": "distillation",
+    # Simple self-distillation (TRL's SSDTrainer) fine-tunes on the model's own unverified samples
+    # with plain cross-entropy and no teacher: supervised training on self-generated data.
+    "ssd": "SFT",
+}
+# Loss names after `compute_`/`get_` and `Loss`/`_loss` are removed (OpenRLHF's DPOLoss,
+# GPTLMLoss, PolicyLoss, KDLoss; verl's sft_loss, compute_policy_loss; hand-written dpo_loss).
+_LOSS_STEMS: dict[str, str] = {
+    **{k: v for k, v in _STEMS.items() if k},
+    "gptlm": "SFT", "lm": "SFT", "causallm": "SFT", "nll": "SFT", "sft": "SFT",
+    "policy": "PPO", "clippedpolicy": "PPO", "value": "PPO", "ppopolicy": "PPO",
+    "logexp": "reward model", "pairwise": "reward model", "bradleyterry": "reward model",
+    "kd": "distillation", "distill": "distillation", "kldistill": "distillation",
+    "generalizedjsd": "distillation", "reversekl": "distillation",
+    "vanillakto": "KTO", "sigmoiddpo": "DPO", "ipo": "IPO",
 }
 _PREFIXES = ("axolotl", "unsloth", "custom", "ray", "fsdp", "megatron", "trl", "hf")
 _SUFFIX = re.compile(r"(Trainer|Config|Arguments|Args)$")
@@ -72,25 +87,60 @@ def method_of_class(name: str) -> str | None:
     return _STEMS.get(stem)
 
 
+def method_of_loss(name: str) -> str | None:
+    """The method a loss's name stands for (`DPOLoss` -> DPO, `sft_loss` -> SFT,
+    `compute_policy_loss` -> PPO, `KDLoss` -> distillation); None: the name says nothing."""
+    m = re.fullmatch(r"(?:compute_|get_|_)?(\w+?)_?(?:loss|Loss)(?:_fn|Fn|_func)?", name)
+    if m is None:
+        return None
+    stem = m.group(1).lower().replace("_", "")
+    return _LOSS_STEMS.get(stem)
+
+
+def objective(methods: set[str], *, trained: bool) -> frozenset[str]:
+    """The training objectives a run's labels are decided from: none when nothing trained;
+    supervised when a parameter update was seen but nothing names what it optimises."""
+    if not trained:
+        return frozenset()
+    found = frozenset(methods & TRAINING)
+    return found or frozenset({"SFT"})
+
+
+def labels(methods: set[str], *, trained: bool, copy: bool = False) -> tuple[Route, Kind | None]:
+    """The route label and strategy k of one run or experiment, from one decision (the
+    objectives that trained), so they cannot contradict: no objective is Placeholder/Missing
+    (or Copy) with no strategy; an objective gives both its route and its strategy."""
+    goals = objective(methods, trained=trained)
+    if not goals:
+        return ("Copy" if copy else "Placeholder/Missing"), None
+    rl = goals & RL
+    route: Route
+    if rl and goals & (SUPERVISED | PREFERENCE | DISTILLATION):
+        route = "SFT+RL"
+    elif rl & GRPO_FAMILY:
+        route = "GRPO"
+    elif rl:
+        route = "PPO"
+    else:
+        route = "SFT-only"
+    return route, _kind(goals | (methods & {"PEFT"}))
+
+
 def route_of(methods: set[str], *, trained: bool, copy: bool) -> Route:
-    """The paper's route label from the methods of the code that ran."""
-    rl = methods & RL
-    if copy and not trained:
-        return "Copy"
-    if not trained or not methods & TRAINING:
-        return "Placeholder/Missing"
-    if rl and methods & (SUPERVISED | PREFERENCE | DISTILLATION):
-        return "SFT+RL"
-    if rl & GRPO_FAMILY:
-        return "GRPO"
-    if rl:
-        return "PPO"
-    return "SFT-only"
+    """The paper's route label from the methods of the code that ran (see `labels`)."""
+    return labels(methods, trained=trained, copy=copy)[0]
 
 
 def training_kind(methods: set[str]) -> Kind:
-    """Strategy k of paper B for one experiment: the objective decides (RL, preference,
-    distillation, reward model); supervised training is PEFT or full SFT by what it updates."""
+    """Strategy k of paper B for one experiment that trained (see `labels`)."""
+    kind = labels(methods, trained=True)[1]
+    assert kind is not None  # trained=True always has an objective
+    return kind
+
+
+def _kind(methods: set[str] | frozenset[str]) -> Kind:
+    """Strategy k: the objective decides (RL, preference, distillation, reward model);
+    supervised training is PEFT or full SFT by what it updates."""
     if methods & RL:
         return "RL"
     if methods & PREFERENCE:
@@ -104,7 +154,7 @@ def training_kind(methods: set[str]) -> Kind:
     return "full SFT"
 
 
-def primary_method(methods: set[str]) -> str | None:
+def primary_method(methods: set[str] | frozenset[str]) -> str | None:
     """The method that names an experiment (the objective, not the modifiers)."""
     for family in (RL, PREFERENCE, DISTILLATION, REWARD, SUPERVISED):
         found = sorted(methods & family)

@@ -221,7 +221,7 @@ def _skill_usage(run_dir: Path, out: ScaffoldAnalysis) -> None:
     import importlib
 
     try:
-        skills = importlib.import_module("a2rl.scaffold._skills")
+        skills = importlib.import_module("a2rl.extensions.scaffold._skills")
         out.skill_consults = dict(skills.skill_consults(run_dir))
         usage = skills.load_skill_usage(run_dir)
     except Exception as exc:  # diagnostics: a missing module or record is reported, not fatal

@@ -8,14 +8,14 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from a2rl._errors import A2RLError
 from a2rl.grader._artifact import SubmissionRejected, clean_path_text
@@ -26,10 +26,6 @@ from a2rl.grader._records import (
     SubmissionRecord,
     SubmitResponse,
 )
-from a2rl.records._scaffold import ScaffoldNotice
-
-if TYPE_CHECKING:
-    from a2rl.scaffold import Scaffold
 
 log = logging.getLogger("a2rl.grader")
 
@@ -45,8 +41,17 @@ class SubmitRequest(BaseModel):
     """False: return at once with status `pending`; poll GET /submissions/{id}."""
     final: bool = False
     """Hidden-final runs: designate this model as the final one once it is scored."""
-    evaluate: bool = False
-    """Scaffold runs with the evaluator: have the evaluator agent review this submission."""
+
+
+def parse_submit(raw: bytes, model: type[SubmitRequest] = SubmitRequest) -> SubmitRequest:
+    """A /submit body, parsed by hand: agents often POST JSON without a Content-Type header."""
+    try:
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ()))) or 'body'}: "
+                             f"{e.get('msg')}" for e in exc.errors())
+        raise HTTPException(422, detail=f"malformed request ({problems}). "
+                            f"Expected: {SUBMIT_HELP}") from None
 
 
 class FinalRequest(BaseModel):
@@ -81,9 +86,27 @@ class PublicSubmission(BaseModel):
                    note=r.note)
 
 
-def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> FastAPI:
+def visible_submission(grader: Grader, submission_id: str) -> SubmissionRecord:
+    """A submission the agent may look up (not the hidden test split's); 404 otherwise."""
+    rec = grader.ledger.get(submission_id)
+    if rec is None or rec.split == "test":
+        raise HTTPException(404, detail=f"no submission {clean_path_text(submission_id)!r}; "
+                            "GET /submissions lists them")
+    return rec
+
+
+def create_app(grader: Grader, token: str, routers: Sequence[APIRouter] = (),
+               submit_refusals: Mapping[str, str] | None = None) -> FastAPI:
+    """The grader's API. `routers` (the run extensions' routes) are mounted behind the same
+    token and matched before the grader's own routes, so one may replace /submit.
+    `submit_refusals`: boolean /submit fields that a route of an extension not in this run
+    reads, each with the reply (422) to a true value."""
     app = FastAPI(title="a2rl grader", docs_url=None, redoc_url=None, openapi_url=None)
     bearer = HTTPBearer(auto_error=False)
+    refusals = dict(submit_refusals or {})
+    request_model: type[SubmitRequest] = create_model(  # type: ignore[call-overload]
+        "SubmitRequest", __base__=SubmitRequest,
+        **{name: (bool, False) for name in refusals}) if refusals else SubmitRequest
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -104,6 +127,8 @@ def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> 
                                 "environment)")
 
     auth = [Depends(authorised)]
+    for router in routers:
+        app.include_router(router, dependencies=auth)  # type: ignore[arg-type]
 
     @app.get("/health")
     def health() -> dict[str, object]:
@@ -113,22 +138,12 @@ def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> 
     def status() -> StatusResponse:
         return grader.status()
 
-    @app.post("/submit", response_model=SubmitResponse if scaffold is None
-              else ScaffoldSubmitResponse, dependencies=auth)
+    @app.post("/submit", response_model=SubmitResponse, dependencies=auth)
     async def submit(request: Request) -> SubmitResponse:
-        # Parse the body ourselves: agents often POST JSON without a Content-Type header.
-        raw = await request.body()
-        try:
-            body = SubmitRequest.model_validate_json(raw or b"null")
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e.get('loc', ()))) or 'body'}: "
-                                 f"{e.get('msg')}" for e in exc.errors())
-            raise HTTPException(422, detail=f"malformed request ({problems}). "
-                                f"Expected: {SUBMIT_HELP}") from None
-        if scaffold is not None:
-            return await _scaffold_submit(scaffold, body)
-        if body.evaluate:
-            raise HTTPException(422, detail='"evaluate" needs a run with --scaffold evaluator')
+        body = parse_submit(await request.body(), request_model)
+        for name, reason in refusals.items():
+            if getattr(body, name):
+                raise HTTPException(422, detail=reason)
         return await run_in_threadpool(grader.submit, body.model_path, wait=body.wait,
                                        final=body.final)
 
@@ -151,51 +166,12 @@ def create_app(grader: Grader, token: str, scaffold: Scaffold | None = None) -> 
     def submissions() -> list[PublicSubmission]:
         return [PublicSubmission.of(r) for r in grader.feedback_records()]
 
-    @app.get("/submissions/{submission_id}", response_model=PublicSubmission
-             if scaffold is None else ScaffoldPublicSubmission, dependencies=auth)
+    @app.get("/submissions/{submission_id}", response_model=PublicSubmission,
+             dependencies=auth)
     def submission(submission_id: str) -> PublicSubmission:
-        rec = grader.ledger.get(submission_id)
-        if rec is None or rec.split == "test":
-            raise HTTPException(404, detail=f"no submission {clean_path_text(submission_id)!r}; "
-                                "GET /submissions lists them")
-        if scaffold is not None:
-            return ScaffoldPublicSubmission(**PublicSubmission.of(rec).model_dump(),
-                                            scaffold=scaffold.notice(rec.id))
-        return PublicSubmission.of(rec)
+        return PublicSubmission.of(visible_submission(grader, submission_id))
 
-    if scaffold is not None:
-        _add_scaffold_routes(app, scaffold, auth)
     return app
-
-
-# ---- the experience-driven scaffold (--scaffold; a2rl.scaffold owns the logic) -------------
-
-class ScaffoldSubmitResponse(SubmitResponse):
-    """/submit in a scaffold run: the grader's reply plus the scaffold's part."""
-
-    scaffold: ScaffoldNotice
-    """Evaluator report (when asked), pending revision decision, plan-review state."""
-
-
-class ScaffoldPublicSubmission(PublicSubmission):
-    """GET /submissions/{id} in a scaffold run: the record plus the scaffold's part."""
-
-    scaffold: ScaffoldNotice
-
-
-async def _scaffold_submit(scaffold: Scaffold, body: SubmitRequest) -> ScaffoldSubmitResponse:
-    try:
-        reply, notice = await run_in_threadpool(scaffold.submit, body.model_path, wait=body.wait,
-                                                final=body.final, evaluate=body.evaluate)
-    except A2RLError as exc:
-        raise HTTPException(422, detail=str(exc)) from None
-    return ScaffoldSubmitResponse(**reply.model_dump(), scaffold=notice)
-
-
-def _add_scaffold_routes(app: FastAPI, scaffold: Scaffold, auth: list[object]) -> None:
-    from a2rl.scaffold._routes import scaffold_router
-
-    app.include_router(scaffold_router(scaffold), dependencies=auth)  # type: ignore[arg-type]
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -214,11 +190,13 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 class GraderServer:
-    """uvicorn serving `create_app(grader, token)` from a background thread."""
+    """uvicorn serving `create_app(grader, token, routers, submit_refusals)` from a background
+    thread."""
 
     def __init__(self, grader: Grader, *, host: str = "127.0.0.1", port: int = 0,
                  token: str | None = None, log_file: Path | None = None,
-                 scaffold: Scaffold | None = None) -> None:
+                 routers: Sequence[APIRouter] = (),
+                 submit_refusals: Mapping[str, str] | None = None) -> None:
         import uvicorn
 
         self.token = token or secrets.token_urlsafe(32)
@@ -232,8 +210,9 @@ class GraderServer:
                 lg.addHandler(handler)
                 lg.setLevel(logging.INFO)
                 lg.propagate = False
-        config = uvicorn.Config(create_app(grader, self.token, scaffold), log_config=None,
-                                log_level="info", access_log=True, lifespan="off")
+        config = uvicorn.Config(create_app(grader, self.token, routers, submit_refusals),
+                                log_config=None, log_level="info", access_log=True,
+                                lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run,
                                         kwargs={"sockets": [self._sock]}, daemon=True,

@@ -10,6 +10,7 @@ CLI reads from it.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from a2rl._errors import A2RLError
 from a2rl.importers._source import Source, find_marked
 from a2rl.records import AgentEvent, write_json
 
+log = logging.getLogger("a2rl.importers")
 TIMESTAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?")
 """A per-line timestamp prefix as PostTrainBench writes it: `[2026-04-03T14:05:32Z] `."""
 TEXT_SUFFIXES = (".py", ".sh", ".bash", ".yaml", ".yml", ".json", ".toml", ".cfg", ".md", ".txt",
@@ -112,9 +114,26 @@ def write_transcript(agent_dir: Path, lines: list[str], times: list[float]) -> N
     (agent_dir / "transcript.times").write_text("".join(f"{t:.3f}\n" for t in times))
 
 
-# Which a2rl parser reads a harness's agent folder name.
-AGENT_NAMES = (("claude", "claude-code"), ("codex", "codex"), ("gemini", "gemini"),
-               ("opencode", "opencode"), ("openhands", "openhands"))
+def parser_candidates(agent_hint: str | None) -> list[str]:
+    """The registered CLI agents (those with a transcript parser), the one whose
+    `import_names` the harness's agent name contains first. A plug-in that does not load is
+    passed over (logged): it cannot break an import."""
+    from a2rl.agents import agent_class, agents
+    from a2rl.agents._cli import CLIAgent
+
+    found: dict[str, tuple[str, ...]] = {}
+    for name in agents.names():
+        try:
+            cls = agent_class(name)
+        except A2RLError as exc:
+            log.warning("agent %s left out of the parsers: %s", name, exc.message)
+            continue
+        if issubclass(cls, CLIAgent):
+            found[name] = cls.import_names
+    hint = (agent_hint or "").lower()
+    hinted = next((name for name, words in found.items()
+                   if hint and any(w.lower() in hint for w in words)), None)
+    return [hinted, *(c for c in found if c != hinted)] if hinted else list(found)
 
 
 def parse_agent_events(lines: list[str], times: list[float], agent_hint: str | None
@@ -125,11 +144,7 @@ def parse_agent_events(lines: list[str], times: list[float], agent_hint: str | N
     from a2rl.agents._cli import CLIAgent
 
     pairs = list(zip(times, lines, strict=True))
-    candidates = [name for _, name in AGENT_NAMES]
-    if agent_hint:
-        hinted = next((name for key, name in AGENT_NAMES if key in agent_hint.lower()), None)
-        if hinted:
-            candidates = [hinted] + [c for c in candidates if c != hinted]
+    candidates = parser_candidates(agent_hint)
     best: tuple[str | None, list[AgentEvent]] = (None, [])
     for name in candidates:
         agent = get_agent(name)

@@ -8,9 +8,9 @@ copying (profiled, 2026-12-02). That is the shape of every forward that verifies
 transformers already avoids the copy by folding the heads that share a KV head into the query
 length (`pack_gqa`); `packed_gqa_sdpa` does the same for any query length: the queries of the
 heads sharing a KV head are laid end to end, the mask repeated for each of them. Each query row
-meets the same keys, values and mask entries as before: on the embedded model the logits were
-bit-identical to the copying path's for 16 rows x 1 to 17 new tokens over 1,500 cached ones and
-within 4e-5 at 33 (the kernel's blocking changes with the query length), and
+meets the same keys, values and mask entries as in the copying path: on the embedded model the
+logits were bit-identical to that path's for 16 rows x 1 to 17 new tokens over 1,500 cached ones
+and within 4e-5 at 33 (the kernel's blocking changes with the query length), and
 tests/test_engine_cache.py checks them on a small model. A forward of 16 rows x 5 new tokens took
 0.4 s instead of 2.1 s (bench/forward_floor.py times the verification forward both ways).
 """

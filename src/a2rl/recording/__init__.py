@@ -1,14 +1,7 @@
 """What the agent did, recorded by the harness during the run (outside the workspace)."""
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
-from a2rl.recording._exec_trace import (
-    ExecEvent,
-    parse_exec_log,
-    read_exec_events,
-    strace_available,
-    traced_command,
-)
-from a2rl.recording._recorder import RunRecorder
+from a2rl.recording._exec_trace import ExecEvent, parse_exec_log, read_exec_events
 from a2rl.recording._snapshots import (
     CodeRecorder,
     Snapshot,
@@ -17,6 +10,6 @@ from a2rl.recording._snapshots import (
     snapshot_files,
 )
 
-__all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "RunRecorder",
-           "Snapshot", "diff_stat", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
-           "read_snapshots", "snapshot_files", "strace_available", "traced_command"]
+__all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "Snapshot",
+           "diff_stat", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
+           "read_snapshots", "snapshot_files"]

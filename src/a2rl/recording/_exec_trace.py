@@ -1,20 +1,15 @@
 """Which programs the agent actually ran: every execve inside the sandbox, with start and end
-time and exit status, recorded by strace (seccomp-filtered, so only exec calls stop the tracee).
+time and exit status, from the log strace writes outside the sandbox
+(`a2rl.extensions.exec_trace`).
 
 This is the evidence behind "a verified training experiment = an executed command that launched a
-parameter update" for any agent, scripted or LLM-driven. strace runs OUTSIDE the sandbox, around
-the sandbox's own command line (`strace -f -o <run dir>/agent/exec.log -- bwrap ... -- agent`), and
-writes the log itself: no descriptor of the log ever enters the sandbox, the tracer's process is
-outside the agent's PID namespace (it cannot be signalled, ptraced or read through /proc from
-inside), and the log's folder is not mounted. (An earlier design ran strace inside with the log
-on an inherited descriptor, and an agent appended forged `execve` lines through it.) The
-sandbox's own processes (bwrap, the network bridge) are dropped from the parsed events.
+parameter update" for any agent, scripted or LLM-driven. The sandbox's own processes (bwrap, the
+network bridge) are dropped from the parsed events.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,21 +19,6 @@ _EXEC = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+execve\("((?:[^"\\]|\\.)*)", \[(.*?)\
 _EXIT = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+\+\+\+ (?:exited with (\d+)|killed by (SIG\w+))")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}
-
-
-def strace_available() -> str | None:
-    return shutil.which("strace")
-
-
-def traced_command(argv: list[str], *, strace: str, log: Path,
-                   extra_syscalls: Sequence[str] = ()) -> list[str]:
-    """Wrap the sandbox's command line `argv` (run by the harness, outside the sandbox) so
-    strace follows every process and writes each exec to `log`, a path the sandbox cannot
-    reach. `extra_syscalls` are traced too (the skills scaffold adds opens); `parse_exec_log`
-    skips their lines."""
-    trace = ",".join(["execve", *extra_syscalls])
-    return [strace, "-f", "-q", "--seccomp-bpf", "-e", f"trace={trace}", "-e", "signal=none",
-            "-ttt", "-s", "4096", "-o", str(log), "--", *argv]
 
 
 def _unescape(s: str) -> str:

@@ -41,6 +41,14 @@ class AgentEvent(Record):
     that brings a round's stream total down to the CLI's own total."""
     output_tokens: int | None = None
     """For usage: completion tokens (reasoning included)."""
+    main_input_tokens: int | None = None
+    """For usage: the part of input_tokens that counts for the main model alone (the CLI's own
+    agent loop on the driver, as Claude Code's `result` event `usage` counts it: no side calls
+    of a small model, no subagents). Summed over the events it is the main model's total, as
+    input_tokens sums to every model's. None where the launcher does not tell them apart."""
+    main_output_tokens: int | None = None
+    """For usage: the part of output_tokens that counts for the main model alone (see
+    main_input_tokens)."""
     cost_usd: float | None = None
     """For usage: the CLI's cost estimate in USD, when it reports one."""
     extra: dict[str, str] = Field(default_factory=dict)

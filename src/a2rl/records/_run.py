@@ -102,7 +102,7 @@ class RunConfig(Record):
     """Operating mode: free, sft-only, rl-oriented or multi."""
     budget_s: float
     """The agent's budget in seconds on the grader's clock."""
-    sandbox: Literal["bwrap", "podman", "none"]
+    sandbox: str
     """The sandbox backend (--sandbox); none = --no-sandbox."""
     eval_timeout_s: float
     """Per-evaluation time limit."""
@@ -161,6 +161,9 @@ class RunConfig(Record):
     tracking: TrackingConfig | None = None
     """--log-to: the experiment tracker that receives the baseline, each scored submission and
     the result while the run goes (None: none)."""
+    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Third-party run extensions (entry points of the `a2rl.extensions` group) this run uses,
+    each name with its options (empty: only the built-in ones, which their own fields enable)."""
 
     @model_validator(mode="after")
     def _unsandboxed_network(self) -> RunConfig:

@@ -162,7 +162,7 @@ def build(site: Site, page: Page) -> None:
             "trained_before_approval": s.trained_before_approval,
             "checkpoints": ", ".join(f"{c.checkpoint_id} {decision_label(c)}"
                                      for c in s.checkpoints),
-            "time_share": s.scaffold_time_share, "tokens": s.tokens,
+            "time_share": s.scaffold_time_share, "tokens_all_models": s.tokens,
             "token_ratio": s.token_ratio})
     site.save_table("scaffold_runs", per_run)
 

@@ -462,7 +462,8 @@ class Site:
 
         p = Page("scaling.html", "Scaling")
         p.html('<p class="note">Best score so far of every shown run against elapsed budget, '
-               "against tokens the agent's driver used (runs whose launcher recorded usage), and "
+               "against tokens of every model the agent's CLI called (runs whose launcher recorded "
+               "usage; side calls and subagents included), and "
                "against the number of submissions.</p>")
         p.html(self.table_links("submissions"))
         for task in sorted({s["task"] for s in self.subs}):
@@ -472,7 +473,7 @@ class Site:
             p.text("h2", f"task {task}")
             p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours",
                               _h(max(budgets)) if budgets else None))
-            p.chart(F.scaling(subs, "tokens", "tokens (input + output)",
+            p.chart(F.scaling(subs, "tokens", "tokens, all models (input + output)",
                               f"{task}: best so far vs tokens"), "no run of this task recorded tokens")
             p.chart(F.scaling(subs, "seq", "submissions", f"{task}: best so far vs submissions"))
         self.pages.append(p)
@@ -583,11 +584,13 @@ class Site:
         p.html(f'<p><a href="{escape(traj.href)}">Trajectory</a>: every turn, command, phase, '
                "submission and code change of the run on one timeline</p>")
         p.html(_table(["baseline", "best", "Δ", "final (hidden)", "submissions", "valid rate",
-                       "first improvement h", "best at h", "duration h", "route", "tokens"],
+                       "first improvement h", "best at h", "duration h", "route",
+                       "tokens (all models)", "tokens (main model)"],
                       [[row["baseline"], row["best"], row["improvement"], row["final"],
                         row["submissions"], row["valid_rate"],
                         _h(row["time_to_first_improvement_s"]), _h(row["time_to_best_s"]),
-                        _h(row["duration_s"]), row["route"], _int(row["tokens"])]]))
+                        _h(row["duration_s"]), row["route"], _int(row["tokens"]),
+                        _int(row.get("tokens_main_model"))]]))
         base_rec, best_rec = r.record.baseline, r.record.best
         if (base_rec and base_rec.unseen_score is not None) or \
                 (best_rec and best_rec.unseen_score is not None):

@@ -227,7 +227,8 @@ def audit_flags(analysis: RunAnalysis | None) -> list[str]:
 
 
 def token_curve(events: list[AgentEvent] | None) -> list[tuple[float, float]]:
-    """(seconds, cumulative input + output tokens) at each usage event, in time order."""
+    """(seconds, cumulative input + output tokens of all models) at each usage event, in time
+    order."""
     if not events:
         return []
     total = 0.0
@@ -257,7 +258,11 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
     valid = [s for s in run.submissions if s.valid and s.split != "test"]
     first_strategy = a.experiments[0].strategy if a and a.experiments else None
     usage = a.usage if a else {}
+    # `tokens`: every model the agent's CLI called (what its cost prices); `tokens_main_model`:
+    # the main model alone, for launchers that tell them apart (Claude Code), else None.
     tokens = (usage.get("input_tokens", 0.0) + usage.get("output_tokens", 0.0)) if usage else None
+    tokens_main = (usage["main_input_tokens"] + usage.get("main_output_tokens", 0.0)) \
+        if "main_input_tokens" in usage else None
     final = r.final if r.final is not None and r.final.mode == "hidden" else None
     duration = r.timings.agent_s or None
     if duration is None and r.agent_started_at and r.ended_at:
@@ -314,6 +319,7 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
         "strategy_changes": a.strategy_changes if a else None,
         "change_rate": a.change_rate if a else None,
         "tokens": tokens,
+        "tokens_main_model": tokens_main,
         "cost_usd": usage.get("cost_usd") if usage else None,
         "created_at": r.created_at.isoformat(),
     }

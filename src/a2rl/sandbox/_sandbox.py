@@ -1,5 +1,6 @@
-"""OS-level isolation of the agent: a registry of backends (`--sandbox bwrap|podman|none`)
-that all meet one contract, checked by the adversarial suite (tests/test_sandbox_contract.py):
+"""OS-level isolation of the agent: a registry of backends (`--sandbox bwrap|podman|none`, and
+plug-ins) that all meet one contract, checked by the adversarial suite
+(tests/test_sandbox_contract.py):
 
 - the workspace read-write (model/, data/ and the docs read-only), the system and Python
   toolchain read-only, a private /tmp and HOME, nothing else of the host writable;
@@ -14,31 +15,33 @@ that all meet one contract, checked by the adversarial suite (tests/test_sandbox
   records every connection); `full` shares the host's (flagged in run.json and reports).
 
 `none` (`--no-sandbox`) is an explicit, recorded lack of isolation.
+
+A backend is one class meeting `Sandbox`, registered with `@sandboxes.register(name)`. The
+built-in ones are the modules of `a2rl.sandbox.backends`, each named like its module (adding one
+is adding a module there); a third-party package registers under the `a2rl.sandboxes` entry
+point group (`name = "pkg.module:Class"`).
 """
 
 from __future__ import annotations
 
 import glob
-import shutil
+import pkgutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, overload
 
 from a2rl._errors import A2RLError
-from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
-from a2rl.sandbox._limits import Limits, PidsCgroup, apply_rlimits
-from a2rl.sandbox._masks import Masks, sandbox_masks
-from a2rl.workspace import READ_ONLY_ENTRIES
+from a2rl._plugins import Registry
+from a2rl.sandbox._bridge import HostBridge
+from a2rl.sandbox._masks import Masks
 
-SandboxKind = Literal["bwrap", "podman", "none"]
+SandboxKind = str
+"""A registered backend's name (`sandboxes.names()`); run.json stores it as given."""
 NetworkPolicy = Literal["allowlist", "full", "none"]
-SANDBOX_KINDS: tuple[SandboxKind, ...] = ("bwrap", "podman", "none")
 SANDBOX_UID = 1000
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
-_SYSTEM_DIRS = SYSTEM_DIRS
 # The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
 # root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
@@ -59,8 +62,19 @@ def system_mount_args(dirs: tuple[str, ...]) -> list[str]:
 
 
 class Sandbox(Protocol):
-    kind: SandboxKind
+    """A sandbox backend (the registry holds the class; `create()` makes the instance a run
+    uses)."""
+
+    kind: str
+    """The name it is registered under (recorded in run.json as `config.sandbox`)."""
     sandboxed: bool
+    """False for a backend that isolates nothing (`none`): the run is flagged unsandboxed."""
+
+    @classmethod
+    def create(cls) -> Sandbox:
+        """The backend with its program found on this machine; A2RLError (what is missing,
+        and the fix) if it is not installed. Whether it can start is `probe()`."""
+        ...
 
     @property
     def traceable(self) -> bool:
@@ -93,36 +107,6 @@ class Sandbox(Protocol):
         ...
 
 
-@dataclass
-class NoSandbox:
-    """Runs the agent as a plain child process. Recorded as unsandboxed in run.json."""
-
-    kind: SandboxKind = "none"
-    sandboxed: bool = False
-
-    @property
-    def traceable(self) -> bool:
-        return True
-
-    def probe(self) -> None:
-        return None
-
-    def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
-             bridge: HostBridge | None = None, masks: Masks | None = None,
-             env: Mapping[str, str] | None = None) -> list[str]:
-        if bridge is not None:
-            raise A2RLError("a private network (--network allowlist or none) needs a sandbox",
-                            "use --sandbox bwrap or podman, or --network full with "
-                            "--no-sandbox")
-        return list(argv)
-
-    def child_setup(self) -> Callable[[], None] | None:
-        return None
-
-    def cleanup(self) -> None:
-        return None
-
-
 def python_roots() -> list[Path]:
     """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
     when it is an editable install (its .pth points outside site-packages)."""
@@ -132,9 +116,6 @@ def python_roots() -> list[Path]:
              Path(sys.executable).resolve().parent.parent,
              Path(a2rl.__file__).resolve().parent.parent}
     return sorted(roots)
-
-
-_python_roots = python_roots
 
 
 def mounted_roots(read_only: Sequence[Path]) -> list[Path]:
@@ -147,8 +128,9 @@ def gpu_devices() -> list[str]:
     return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
 
 
-def _probe_failure(kind: str, argv: list[str], timeout: float = 60) -> str | None:
-    """None when `argv` (the backend running `true`) exits 0; else what it said."""
+def probe_failure(argv: list[str], timeout: float = 60) -> str | None:
+    """A backend's `probe()`: None when `argv` (the backend running `true`) exits 0; else what
+    it said."""
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=timeout, text=True, errors="replace")
@@ -160,120 +142,67 @@ def _probe_failure(kind: str, argv: list[str], timeout: float = 60) -> str | Non
     return f"exit {done.returncode}: " + (lines[-1] if lines else "(no output)")
 
 
-@dataclass
-class BwrapSandbox:
-    kind: SandboxKind = "bwrap"
-    sandboxed: bool = True
-    executable: str = "bwrap"
-    limits: Limits = field(default_factory=Limits)
-    _cgroup: PidsCgroup | None = None
-
-    @property
-    def traceable(self) -> bool:
-        return True
-
-    def probe(self) -> None:
-        import tempfile
-
-        probe_dir = Path(tempfile.mkdtemp(prefix="a2rl-probe-"))
-        try:
-            why = _probe_failure("bwrap", self.wrap(["true"], workspace=probe_dir, masks=Masks()))
-        finally:
-            shutil.rmtree(probe_dir, ignore_errors=True)
-        if why is not None:
-            raise A2RLError(
-                f"the bwrap sandbox cannot start here ({why})",
-                "bubblewrap needs unprivileged user namespaces: enable them "
-                "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0, "
-                "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu 24.04+), or use "
-                "--sandbox podman, or --no-sandbox (recorded as unsandboxed)")
-
-    def wrap(self, argv: list[str], *, workspace: Path, read_only: Sequence[Path] = (),
-             bridge: HostBridge | None = None, masks: Masks | None = None,
-             env: Mapping[str, str] | None = None) -> list[str]:
-        ws_path = workspace.resolve()
-        ws = str(ws_path)
-        args = [self.executable, "--die-with-parent", "--new-session",
-                "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--hostname", "a2rl-sandbox"]
-        args += system_mount_args(SYSTEM_DIRS)
-        args += [arg for f in MASKED_FILES if Path(f).exists()
-                 for arg in ("--ro-bind", "/dev/null", f)]
-        args += [arg for d in MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
-        for dev in gpu_devices():
-            args += ["--dev-bind", dev, dev]
-        for root in python_roots():
-            if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
-                args += ["--ro-bind", str(root), str(root)]
-        for path in read_only:
-            if not _inside(path.resolve(), ws_path):
-                args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
-        hidden = (sandbox_masks() if masks is None else masks).under(
-            mounted_roots(read_only), exclude=[ws_path])
-        args += [a for d in hidden.dirs for a in ("--tmpfs", str(d))]
-        args += [a for f in hidden.files for a in ("--ro-bind", "/dev/null", str(f))]
-        args += [a for f in hidden.reveal for a in ("--ro-bind", str(f), str(f))]
-        if bridge is not None:
-            args += ["--unshare-net", "--ro-bind", str(bridge.socket_dir), SOCKET_DIR_IN_SANDBOX]
-            argv = bridge.inside_command(argv)
-        args += ["--bind", ws, ws]
-        for entry in READ_ONLY_ENTRIES:
-            if (workspace / entry).exists():
-                args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
-        for path in read_only:  # after the workspace: they may lie inside it (mode multi)
-            if _inside(path.resolve(), ws_path):
-                args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
-        # bwrap's root is a tmpfs holding the mount points (including the empty parents of the
-        # workspace); make it read-only so nothing outside the workspace and /tmp is writable.
-        args += ["--remount-ro", "/", "--chdir", ws, "--"]
-        return args + list(argv)
-
-    def child_setup(self) -> Callable[[], None] | None:
-        """Lower the rlimits (inherited by bwrap and everything inside) and join a fresh
-        pids cgroup where one can be made (the only process cap for a root-run harness)."""
-        if self._cgroup is None:
-            self._cgroup = PidsCgroup.create(self.limits.procs)
-        cgroup, pairs = self._cgroup, self.limits.rlimits(bool(gpu_devices()))
-
-        def setup() -> None:
-            if cgroup is not None:
-                cgroup.enter()
-            apply_rlimits(pairs)
-
-        return setup
-
-    def cleanup(self) -> None:
-        if self._cgroup is not None:
-            self._cgroup.remove()
-
-
-def _inside(path: Path, root: Path) -> bool:
+def inside(path: Path, root: Path) -> bool:
+    """`path` is `root` or lies under it."""
     return path == root or root in path.parents
 
 
-_BACKENDS = ("bwrap", "podman", "none")
+
+
+def _builtin_backends() -> dict[str, str]:
+    """name -> module of each module in `a2rl.sandbox.backends` (listed, not imported)."""
+    folder = Path(__file__).resolve().parent / "backends"
+    return {m.name: f"a2rl.sandbox.backends.{m.name}" for m in pkgutil.iter_modules([str(folder)])
+            if not m.name.startswith("_")}
+
+
+sandboxes: Registry[type[Sandbox]] = Registry("sandbox backend", "a2rl.sandboxes",
+                                              _builtin_backends())
+"""The sandbox backends by name: `a2rl.sandbox.backends.*`, then `a2rl.sandboxes` entry points."""
+
+
+class BackendNames(Sequence[str]):
+    """The registered backends' names, read from `sandboxes` when used (so installed plug-ins
+    are included and listing them imports none)."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return sandboxes.names()[index]
+
+    def __len__(self) -> int:
+        return len(sandboxes.names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in sandboxes
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+SANDBOX_KINDS: Sequence[str] = BackendNames()
+
+
+def backend_class(kind: str) -> type[Sandbox]:
+    """The registered backend `kind`, checked to name itself so."""
+    if kind not in sandboxes:
+        raise A2RLError(f"unknown sandbox {kind!r}", f"use one of: {', '.join(sandboxes.names())}")
+    cls = sandboxes.get(kind)
+    if getattr(cls, "kind", None) != kind or not callable(getattr(cls, "create", None)):
+        raise A2RLError(f"the sandbox backend registered as {kind!r} ({cls!r}) does not meet "
+                        "the backend contract (a class with kind = its name and create())",
+                        f"give it kind = {kind!r} and a create() classmethod "
+                        "(a2rl.sandbox.Sandbox)")
+    return cls
 
 
 def get_sandbox(kind: str) -> Sandbox:
     """The backend `kind`; its executable must exist (whether it can start is `probe()`)."""
-    if kind == "none":
-        return NoSandbox()
-    if kind == "bwrap":
-        exe = shutil.which("bwrap")
-        if exe is None:
-            raise A2RLError(
-                "bubblewrap (bwrap) is not installed, so the agent cannot be sandboxed",
-                "install it (Debian/Ubuntu: `apt-get install bubblewrap`), or use "
-                "--sandbox podman, or --no-sandbox to run unsandboxed (recorded in run.json "
-                "and shown in every report)")
-        return BwrapSandbox(executable=exe)
-    if kind == "podman":
-        from a2rl.sandbox._podman import PodmanSandbox, find_podman
-
-        return PodmanSandbox(executable=find_podman())
-    raise A2RLError(f"unknown sandbox {kind!r}", f"use one of: {', '.join(_BACKENDS)}")
+    return backend_class(kind).create()
 
 
 def start_sandbox(kind: str) -> Sandbox:
@@ -285,11 +214,14 @@ def start_sandbox(kind: str) -> Sandbox:
         sandbox.probe()
     except A2RLError as exc:
         others: list[str] = []
-        for other in SANDBOX_KINDS:
-            if other in (kind, "none"):
+        for other in sandboxes.names():
+            if other == kind:
                 continue
             try:
-                get_sandbox(other).probe()
+                box = get_sandbox(other)
+                if not box.sandboxed:
+                    continue
+                box.probe()
                 others.append(f"--sandbox {other} works here")
             except A2RLError as why:
                 others.append(f"--sandbox {other}: {why.message}")

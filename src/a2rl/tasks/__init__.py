@@ -3,7 +3,8 @@ per built-in task (`arith/`, `gsm8k/`, ... each with its scorer, data and prompt
 
 A task author needs only this module: subclass `StaticTextTask` (one completion per held-out
 prompt) or `InteractiveTask` (episodes in an environment), give it `TaskParams`, and register it
-in `BUILTIN_TASKS` (or under the `a2rl.tasks` entry-point group).
+with `@tasks.register(name)` in its package under `a2rl/tasks/` (or under the `a2rl.tasks`
+entry-point group from a package of its own).
 """
 
 from a2rl._secrets import installation_seed
@@ -30,6 +31,7 @@ from a2rl.tasks._core import (
     task_class,
     task_from_spec,
 )
+from a2rl.tasks._core.registry import tasks
 
 __all__ = [
     "BUILTIN_TASKS",
@@ -58,4 +60,5 @@ __all__ = [
     "secret_field",
     "task_class",
     "task_from_spec",
+    "tasks",
 ]

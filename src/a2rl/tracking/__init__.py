@@ -1,6 +1,6 @@
-"""Experiment trackers (W&B, MLflow) that receive a run while it goes: its configuration, the
-baseline, each scored submission and, at the end, the result and its records."""
+"""Live tracking's former import path: a re-export of `a2rl.extensions.tracking` for callers
+that still import it from here (the CLI's `--log-to` checks)."""
 
-from a2rl.tracking._live import LiveTracker, check_tracking, open_tracker, run_payload
+from a2rl.extensions.tracking import LiveTracker, check_tracking, open_tracker, run_payload
 
 __all__ = ["LiveTracker", "check_tracking", "open_tracker", "run_payload"]

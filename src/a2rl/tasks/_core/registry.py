@@ -1,47 +1,51 @@
-"""Task registry. Adding a task = one package under `a2rl/tasks/` + one line in BUILTIN_TASKS (or an
-entry point in the `a2rl.tasks` group)."""
+"""Task registry (`tasks`). Each package under `a2rl/tasks/` (a name without a leading
+underscore) is the built-in task of that name and registers its class with
+`@tasks.register(name)`; adding a task is adding its package. Third-party tasks register under
+the `a2rl.tasks` entry-point group (`name = "pkg.module:Class"`)."""
 
 from __future__ import annotations
 
+import pkgutil
+from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError, validation_problems
-from a2rl._plugins import load, registered
+from a2rl._plugins import Registry
 from a2rl.tasks._core.task import Task, TaskSpec
 
-# name -> "module:Class". Imported lazily so `import a2rl` stays light.
-BUILTIN_TASKS: dict[str, str] = {
-    "arith": "a2rl.tasks.arith:ArithTask",
-    "gsm8k": "a2rl.tasks.gsm8k:GSM8KTask",
-    "humaneval": "a2rl.tasks.humaneval:HumanEvalTask",
-    "alpacaeval": "a2rl.tasks.alpacaeval:AlpacaEvalTask",
-    "deepsearchqa": "a2rl.tasks.deepsearchqa:DeepSearchQATask",
-    "webshop": "a2rl.tasks.webshop:WebShopTask",
-    "alfworld": "a2rl.tasks.alfworld:ALFWorldTask",
-    "aime2025": "a2rl.tasks.aime2025:AIME2025Task",
-}
+
+def _task_packages() -> dict[str, str]:
+    """name -> package of each task folder (listed, not imported: `import a2rl` stays light)."""
+    folder = Path(__file__).resolve().parent.parent
+    return {m.name: f"a2rl.tasks.{m.name}" for m in pkgutil.iter_modules([str(folder)])
+            if m.ispkg and not m.name.startswith("_")}
+
+
+tasks: Registry[type[Task]] = Registry("task", "a2rl.tasks", _task_packages())
+"""The tasks by name: the built-in task packages, then `a2rl.tasks` entry points."""
+BUILTIN_TASKS: dict[str, str] = tasks._builtin
+"""name -> module of the built-in tasks: the registry's own table, so an entry added here
+(a module that registers the name when imported) is a built-in task."""
 DEFAULT_TASK = "arith"
 
 
-def _all_tasks() -> dict[str, str]:
-    return registered(BUILTIN_TASKS, "a2rl.tasks")
-
-
 def list_tasks() -> list[str]:
-    return sorted(_all_tasks())
+    return tasks.names()
 
 
 def task_class(name: str) -> type[Task]:
-    tasks = _all_tasks()
     if name not in tasks:
-        raise A2RLError(f"unknown task {name!r}", f"choose one of: {', '.join(sorted(tasks))}")
+        raise A2RLError(f"unknown task {name!r}", f"choose one of: {', '.join(tasks.names())}")
     try:
-        cls = load(tasks[name])
+        cls = tasks.get(name)
     except ImportError as exc:
         raise A2RLError(f"task {name!r} needs a package that is not installed: {exc.name}",
                         f"install it (pip install {exc.name}) or the a2rl extra that provides it"
                         ) from exc
-    return cls  # type: ignore[no-any-return]
+    if not (isinstance(cls, type) and issubclass(cls, Task)) or getattr(cls, "name", None) != name:
+        raise A2RLError(f"the task registered as {name!r} ({cls!r}) is not a Task subclass "
+                        "named so", f"register a subclass of a2rl.tasks.Task with name = {name!r}")
+    return cls
 
 
 def get_task(name: str, params: dict[str, Any] | None = None) -> Task:

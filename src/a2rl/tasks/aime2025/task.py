@@ -38,6 +38,7 @@ from pydantic import Field, model_validator
 
 from a2rl._errors import A2RLError
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.static import StaticTextTask
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, item_id
 from a2rl.tasks._lib.splits import stream_seed
@@ -146,6 +147,7 @@ def offline_train_problem(rng: random.Random, index: int) -> dict[str, Any]:
             "solution": f"{steps}\n\nThe answer is $\\boxed{{{ans}}}$.", "answer": str(ans)}
 
 
+@tasks.register("aime2025")
 class AIME2025Task(StaticTextTask):
     name = "aime2025"
     level = "L1"

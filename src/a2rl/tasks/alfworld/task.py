@@ -61,6 +61,7 @@ from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import EPISODES_FILE, InteractiveTask
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 from a2rl.tasks._lib.splits import stream_seed
 from a2rl.tasks.alfworld.fewshot import PROMPT_FILE, transcript
@@ -275,6 +276,7 @@ def _generate_missing(root: Path, seed: int, indices: list[int], workers: int, s
             f.result()
 
 
+@tasks.register("alfworld")
 class ALFWorldTask(InteractiveTask):
     name = "alfworld"
     level = "L3"

@@ -49,6 +49,7 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.static import StaticTextTask
 from a2rl.tasks._core.task import EvalOutcome, TaskParams
 from a2rl.tasks._lib.hub import hf_offline, hub_dataset_file
@@ -170,6 +171,7 @@ class AlpacaEvalParams(TaskParams):
     `judge_unparseable`)."""
 
 
+@tasks.register("alpacaeval")
 class AlpacaEvalTask(StaticTextTask):
     name = "alpacaeval"
     level = "L2"

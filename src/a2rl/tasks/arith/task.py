@@ -33,6 +33,7 @@ from pydantic import Field
 
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 from a2rl.tasks._lib.overlap import SplitOverlap, measure_overlap
@@ -82,6 +83,7 @@ def extract_answer_flexible(completion: str) -> str:
     return numbers[-1] if numbers else strict
 
 
+@tasks.register("arith")
 class ArithTask(StaticTextTask):
     name = "arith"
     level = "L1"

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SINGLE, SET = "Single Answer", "Set Answer"
+STRING_GRADER_VERSION = 2
+"""Version of `string_grade`'s matching rules: part of the task fingerprint in string mode, since
+a change in them changes scores."""
 
 
 # ---- the official rule --------------------------------------------------------------------
@@ -171,13 +174,41 @@ ALIASES: dict[str, str] = {
     "per cent": "percent", "pct": "percent", "km": "kilometers", "kilometres": "kilometers",
     "kilometre": "kilometers", "kilometer": "kilometers", "metres": "meters", "metre": "meters",
     "meter": "meters", "kg": "kilograms", "kilogram": "kilograms", "mt": "mount", "ft": "feet",
-    "foot": "feet", "st": "saint", "dr": "doctor", "&": "and",
+    "foot": "feet", "st": "saint", "dr": "doctor", "&": "and", "sq": "square",
 }
 """Spellings treated as the same thing. An approximation of the judge's world knowledge: it
 covers common country/city renamings and abbreviations, not every alias a judge would accept."""
 _CASED_ALIASES = [(re.compile(r"(?<![\w.])U\.?S\.?A?\.?(?![\w])"), " United States "),
-                  (re.compile(r"(?<![\w.])U\.?K\.?(?![\w])"), " United Kingdom ")]
-"""Applied before case folding: `US` is the country, `us` the pronoun."""
+                  (re.compile(r"(?<![\w.])U\.?K\.?(?![\w])"), " United Kingdom "),
+                  (re.compile(r"(?<=\d)M\b"), " million ")]
+"""Applied before case folding: `US` is the country, `us` the pronoun; `5M` is five million,
+`5m` five metres."""
+
+_NUMBER_UNITS: dict[str, str] = {
+    unit: name for name, spellings in {
+        "meters": "m meter meters metre metres",
+        "centimeters": "cm cms centimeter centimeters centimetre centimetres",
+        "millimeters": "mm millimeter millimeters millimetre millimetres",
+        "kilometers": "km kms kilometer kilometers kilometre kilometres",
+        "miles": "mi mile miles", "feet": "ft foot feet", "inches": "inch inches",
+        "yards": "yd yds yard yards",
+        "kilograms": "kg kgs kilo kilos kilogram kilograms kilogramme kilogrammes",
+        "grams": "g gram grams gramme grammes", "milligrams": "mg milligram milligrams",
+        "tonnes": "tonne tonnes", "pounds": "lb lbs pound pounds", "ounces": "oz ounce ounces",
+        "liters": "l liter liters litre litres",
+        "milliliters": "ml milliliter milliliters millilitre millilitres",
+        "minutes": "min mins minute minutes", "hours": "h hr hrs hour hours",
+        "years": "yr yrs year years", "hectares": "ha hectare hectares", "acres": "acre acres",
+        "kilowatts": "kw kilowatt kilowatts", "megawatts": "mw megawatt megawatts",
+        "gigawatts": "gw gigawatt gigawatts", "kilowatt hours": "kwh",
+        "kilobytes": "kb kilobyte kilobytes", "megabytes": "mb megabyte megabytes",
+        "gigabytes": "gb gigabyte gigabytes", "terabytes": "tb terabyte terabytes",
+        "miles per hour": "mph", "kilometers per hour": "kph kmh",
+        "celsius": "c celsius", "fahrenheit": "f fahrenheit", "percent": "percent",
+    }.items() for unit in spellings.split()}
+"""A unit written after a number, in any of its spellings -> one name (`324 m` = `324 metres`
+= `324 meters`). Only after a number (or `square`/`cubic` after one): on its own `m` or `c` is
+no unit. `s` (the `1990s`), `t`, `in` and `k` are left out as too ambiguous after a number."""
 
 SEPARATORS = frozenset({",", ";", "/", "|", "\n", "and", "or", "nor", "plus", "versus", "vs"})
 """Tokens that separate the items of an answer (in what remains after the expected items are
@@ -252,6 +283,14 @@ def _numbers(text: str) -> str:
     text = re.sub(r"(?<=\d)[,\u202f\u00a0](?=\d{3}(?!\d))", "", text)  # 99,354 -> 99354
     text = re.sub(r"(?<=\d)[,\u202f\u00a0](?=\d{3}(?!\d))", "", text)  # again for 1,234,567
     text = text.replace("%", " percent ")
+    # A currency amount's scale suffix ($5m, EUR 3.2bn, $40k) and `bn` after any number.
+    text = re.sub(r"([$\u20ac\u00a3\u00a5]\s?\d+(?:\.\d+)?)\s?(m|mn|bn|b|k)\b",
+                  lambda m: f"{m[1]} {_SUFFIX_SCALES[m[2]]}", text)
+    text = re.sub(r"(?<=\d)\s?bn\b", " billion", text)
+    text = re.sub(r"(?<=\d)\s?(km|mi)\s?/\s?(?:h|hr)\b", lambda m: f" {m[1]} per hour", text)
+    # Squared and cubed units (`km2`, `m^3`; NFKD has turned `²` into `2`).
+    text = re.sub(r"(?<=\d)\s?(km|m|mi|ft|cm|mm)\^?([23])\b",
+                  lambda m: f" {'square' if m[2] == '2' else 'cubic'} {m[1]}", text)
 
     def scaled(m: re.Match[str]) -> str:
         value = float(m[1]) * _SCALES[m[2]]
@@ -260,6 +299,9 @@ def _numbers(text: str) -> str:
     text = re.sub(r"\b(\d+)\.(\d+)\b", lambda m: " " + _num(float(m[0])) + " ", text)
     text = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", text)  # 1st -> 1 (ordinals compare as numbers)
     return text
+
+
+_SUFFIX_SCALES = {"m": "million", "mn": "million", "bn": "billion", "b": "billion", "k": "thousand"}
 
 
 def _num(value: float) -> str:
@@ -311,7 +353,7 @@ def canonical_tokens(text: str) -> list[str]:
     # Ordinal words first, so `the first of January, 2000` reads as a date.
     text = re.sub(rf"\b({'|'.join(_ORDINALS)})\b", lambda m: f"{_ORDINALS[m[1]]}th", text)
     text = _numbers(_dates(text))
-    tokens = _apply_aliases(_words_to_numbers(_TOKEN.findall(text)))
+    tokens = _number_units(_apply_aliases(_words_to_numbers(_TOKEN.findall(text))))
     out: list[str] = []
     for i, t in enumerate(tokens):
         if t == "(":
@@ -341,6 +383,27 @@ def _apply_aliases(tokens: list[str]) -> list[str]:
         else:
             out.append(tokens[i])
             i += 1
+    return out
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?$")
+
+
+def _number_units(tokens: list[str]) -> list[str]:
+    """A unit after a number in one spelling (`_NUMBER_UNITS`); `degrees` before `celsius` or
+    `fahrenheit` is dropped (`20 degrees C` = `20°C`)."""
+    out: list[str] = []
+    for i, t in enumerate(tokens):
+        prev = out[-1] if out else ""
+        after_number = bool(_NUMBER.match(prev)) or (
+            prev in ("square", "cubic") and len(out) > 1 and bool(_NUMBER.match(out[-2])))
+        if t in ("degree", "degrees") and _NUMBER.match(prev) and i + 1 < len(tokens) \
+                and _NUMBER_UNITS.get(tokens[i + 1]) in ("celsius", "fahrenheit"):
+            continue
+        if after_number and t in _NUMBER_UNITS:
+            out.extend(_NUMBER_UNITS[t].split())
+        else:
+            out.append(t)
     return out
 
 
@@ -389,6 +452,69 @@ def split_gold_items(answer: str) -> list[str]:
 
 # ---- the string grader --------------------------------------------------------------------
 
+_ACRONYM = re.compile(r"(?<![\w.])(?:[A-Z]\.){2,}(?!\w)|(?<![\w'])[A-Z]{2,}(?![\w'])")
+"""An acronym as written: two or more capitals (`WHO`, `NASA`) or capitals with dots (`U.N.`).
+Lower-case `who` is the pronoun, never the organisation."""
+_ACRONYM_OPTIONAL = frozenset({"of", "and", "for", "on", "in", "at", "to", "de", "du", "des", "la",
+                               "le", "del", "della", "di", "da", "der", "und", "et", "y"})
+"""Short words an acronym may leave out (`Union of European Football Associations` = `UEFA`)
+or keep (`Department of Defense` = `DOD`); never the first word."""
+_CLAUSE_STARTS = frozenset({
+    "which", "who", "whose", "whom", "where", "when", "that", "because", "since", "located",
+    "situated", "known", "called", "named", "founded", "born", "built", "being", "it", "its",
+    "this", "they", "their", "he", "his", "she", "her", "both", "each"})
+"""Words that open a clause about what came before (`Paris, which is the capital`, `Einstein,
+born in Ulm`): a piece after a separator that starts with one (or with `also` and one)
+describes an item and is not one. `as` is left out: `as well as X` adds an item."""
+_FRAME_STARTS = frozenset({"according", "based", "after", "following", "from", "per", "given",
+                           "having"})
+"""Words that open a lead-in before the answer (`Based on my search, ...`, `According to the
+report, ...`): the first piece, when it starts with one, names no item itself, and ends at
+punctuation, is not an item."""
+_ALTERNATIVES = frozenset({"or", "nor", "versus", "vs", "plus"})
+"""Separators that end a clause even inside it (another candidate follows); `and` inside a
+clause joins its own words (`which is large and old`)."""
+_CLAUSE_HEDGES = _HEDGES | {"might", "could", "alternatively", "otherwise", "unless"}
+"""A clause holding one of these offers another candidate (`Paris, which could also be Lyon`),
+so it is read as an item after all."""
+_LINKS = frozenset({
+    "is", "are", "was", "were", "be", "been", "being", "of", "in", "at", "on", "near", "from",
+    "by", "for", "with", "to", "into", "between", "within", "which", "who", "whose", "where",
+    "when", "that", "has", "had", "have", "its", "his", "her", "their", "located", "situated",
+    "known", "called", "named", "born", "founded", "built"})
+"""Words that tie a name to a found item as a description (`Paris is the capital of France`,
+`the Seine in Paris`): a capitalised word with one of these between it and the found item
+qualifies the item; without one (`Barcelona Madrid`) it is another candidate."""
+_APPOSITIVE = re.compile(r",\s*(?=(?:the|a|an)\s+[a-z])")
+"""`, the capital of France` after an item: a description (read as `, which is the ...`). Only in
+a prediction with some capital letter, where a lower-case word after `the` is no name."""
+
+
+def _acronyms(text: str) -> set[str]:
+    """The acronyms written in `text`, lower case without dots (`U.N.` -> `un`)."""
+    return {m[0].replace(".", "").casefold() for m in _ACRONYM.finditer(text)}
+
+
+def _item_acronym(item: str) -> str | None:
+    """The letters of an expected item that is an acronym (`WHO`, `the U.N.`), else None."""
+    text = re.sub(r"^(?:the|The|THE)\s+", "", item.strip())
+    if re.fullmatch(r"(?:[A-Z]\.){2,}|[A-Z]{2,}", text):
+        return text.replace(".", "").casefold()
+    return None
+
+
+def _spells(words: Sequence[str], letters: str) -> bool:
+    """Whether the initials of `words` (two or more) spell `letters`, words of
+    `_ACRONYM_OPTIONAL` after the first being kept or left out."""
+    def go(i: int, k: int) -> bool:
+        if i == len(words):
+            return k == len(letters)
+        w = words[i]
+        if k < len(letters) and w[0] == letters[k] and go(i + 1, k + 1):
+            return True
+        return i > 0 and w in _ACRONYM_OPTIONAL and go(i + 1, k)
+    return len(words) >= 2 and all(w.isalpha() for w in words) and go(0, 0)
+
 
 @dataclass
 class _Match:
@@ -398,83 +524,181 @@ class _Match:
     def __post_init__(self) -> None:
         self.used = [False] * len(self.tokens)
 
+    def _take(self, first: int, last: int) -> None:
+        for p in range(first, last + 1):
+            self.used[p] = True
+
+    def _next_word(self, pos: int) -> int | None:
+        """The next unused word after `pos` (unused punctuation between skipped), or None."""
+        pos += 1
+        while pos < len(self.tokens) and self.tokens[pos] in _PUNCT and not self.used[pos]:
+            pos += 1
+        return pos if pos < len(self.tokens) and not self.used[pos] else None
+
     def find(self, words: Sequence[str]) -> bool:
         """Consume the first unused occurrence of `words` (punctuation between them allowed)."""
         if not words:
             return False
-        n = len(self.tokens)
-        for start in range(n):
+        for start in range(len(self.tokens)):
             if self.used[start] or self.tokens[start] != words[0]:
                 continue
-            pos, k, span = start, 1, [start]
+            pos, k = start, 1
             while k < len(words):
-                pos += 1
-                while pos < n and self.tokens[pos] in _PUNCT and not self.used[pos]:
-                    pos += 1
-                if pos >= n or self.used[pos] or self.tokens[pos] != words[k]:
+                nxt = self._next_word(pos)
+                if nxt is None or self.tokens[nxt] != words[k]:
                     break
-                span.append(pos)
-                k += 1
+                pos, k = nxt, k + 1
             if k == len(words):
-                for p in range(span[0], span[-1] + 1):
-                    self.used[p] = True
+                self._take(start, pos)
                 return True
         return False
+
+    def find_acronym(self, letters: str, written: set[str]) -> bool:
+        """Consume an acronym spelling `letters` that the prediction writes in capitals
+        (`written`, from `_acronyms`): one token (`who`) or its dotted letters (`u n`)."""
+        return letters in written and (self.find([letters]) or self.find(list(letters)))
+
+    def find_expansion(self, letters: str, proper: set[str]) -> bool:
+        """Consume the first unused run of capitalised words (`proper`) whose initials spell
+        `letters` (`World Health Organization` for `who`). Used for acronyms of three or more
+        letters only: two initials (`EU`) are spelled by too many unrelated names."""
+        def end_of(pos: int, k: int) -> int | None:
+            w = self.tokens[pos]
+            nxt = self._next_word(pos)
+            if w.isalpha() and w[0] == letters[k] and (w in proper or (k and w in _ACRONYM_OPTIONAL)):
+                if k + 1 == len(letters):
+                    return pos
+                if nxt is not None and (end := end_of(nxt, k + 1)) is not None:
+                    return end
+            if k and w in _ACRONYM_OPTIONAL and nxt is not None:
+                return end_of(nxt, k)
+            return None
+        if len(letters) < 3:
+            return False
+        for start in range(len(self.tokens)):
+            if not self.used[start] and self.tokens[start] in proper and \
+                    (end := end_of(start, 0)) is not None:
+                self._take(start, end)
+                return True
+        return False
+
+
+@dataclass
+class _Piece:
+    """What lies between two separators of the prediction."""
+
+    idx: list[int] = field(default_factory=list)
+    """Positions of its tokens (found ones included)."""
+    clause: bool = False
+    """It opens with a clause word (`_CLAUSE_STARTS`)."""
+    frame: bool = False
+    """It is the first piece and opens with a lead-in word (`_FRAME_STARTS`)."""
+    closed_by: str = ""
+    """The separator that ends it ("" at the end of the prediction)."""
+
+
+def _pieces(pred: Sequence[str], used: Sequence[bool], written: set[str]) -> list[_Piece]:
+    """The prediction cut at unused separators; a clause or a lead-in runs on over `and`."""
+    pieces = [_Piece()]
+    for i, (tok, is_used) in enumerate(zip(pred, used, strict=True)):
+        cur = pieces[-1]
+        if not is_used and tok in SEPARATORS:
+            if (cur.clause or cur.frame) and tok not in _PUNCT and tok not in _ALTERNATIVES:
+                continue
+            cur.closed_by = tok
+            pieces.append(_Piece())
+            continue
+        if all(pred[j] == "also" for j in cur.idx) and not is_used:
+            if len(pieces) > 1 and tok in _CLAUSE_STARTS and tok not in written:
+                cur.clause = True
+            elif len(pieces) == 1 and not cur.idx and tok in _FRAME_STARTS:
+                cur.frame = True
+        cur.idx.append(i)
+    return pieces
+
+
+def _linked(i: int, piece: _Piece, pred: Sequence[str], used: Sequence[bool]) -> bool:
+    """Whether a link word (`_LINKS`) lies between token `i` and the nearest found token of its
+    piece."""
+    found_at = [j for j in piece.idx if used[j]]
+    if not found_at:
+        return False
+    j = min(found_at, key=lambda j: abs(j - i))
+    return any(t in _LINKS for t in pred[min(i, j) + 1:max(i, j)])
 
 
 def string_grade(prediction: str, expected: Sequence[str]) -> Outcome:
     """Which expected items the prediction contains, and what else it lists, without an LLM.
 
     Both sides are put in canonical form (`canonical_tokens`: `99,354` = `99354`, `two` = `2`,
-    `USA` = `United States`, `Kiev` = `Kyiv`, `5 March 2021` = `2021-03-05`, ...). Each expected
-    item (longest first) is looked for as a whole-word phrase in the prediction and consumed
-    where found. What is left is split at separators (`,` `;` `/` `and` `or` ...): a leftover
-    piece that shares no separator-free stretch with a found item, and holds a word that is
-    not filler, is an excessive item (so `Barcelona or Madrid` for `Barcelona` has the extra
-    `Madrid`, and a 10-item list for a 2-item gold has 8). Words next to a found item without a
-    separator (`99,354 people`, `Paris is the capital`) qualify it and are not items.
+    `USA` = `United States`, `Kiev` = `Kyiv`, `5 March 2021` = `2021-03-05`, `324 m` =
+    `324 metres`, ...). Each expected item (longest first) is looked for as a whole-word phrase
+    in the prediction and consumed where found; an item not found as written is found as its
+    acronym (`WHO`, in capitals, for `World Health Organization`) or, when it is an acronym, as
+    capitalised words whose initials spell it. A found item's other form given beside it
+    (`World Health Organization (WHO)`) is consumed too. What is left is split at separators
+    (`,` `;` `/` `and` `or` ...): a leftover piece that shares no separator-free stretch with a
+    found item, and holds a word that is not filler, is an excessive item (so `Barcelona or
+    Madrid` for `Barcelona` has the extra `Madrid`, and a 10-item list for a 2-item gold has 8).
+    Words next to a found item without a separator (`99,354 people`, `Paris is the capital of
+    France`) qualify it and are not items, unless they look like more candidates. A piece that
+    opens a clause (`, which is the capital`, `, the capital of France`, `, born in Ulm`) or a
+    lead-in (`Based on my search, ...`) describes and is no item, unless it hedges (`, which
+    could also be Lyon`).
 
     What it cannot do, unlike a judge: accept paraphrases and aliases not in `ALIASES`, numbers
-    within a tolerance, or an item split by words of its own; a sentence of several clauses may
-    read as extra items."""
-    pred = canonical_tokens(prediction)
+    within a tolerance or in another unit (`0.324 km` for `324 m`), or an item split by words of
+    its own; a sentence whose clauses open with other words may still read as extra items."""
+    text = _APPOSITIVE.sub(", which is ", prediction) if re.search("[A-Z]", prediction) else prediction
+    pred = canonical_tokens(text)
     m = _Match(pred)
-    order = sorted(range(len(expected)), key=lambda i: -len(_words(canonical_tokens(expected[i]))))
+    written, proper = _acronyms(prediction), _proper_words(prediction)
+    gold = [_words(canonical_tokens(e)) for e in expected]
+    acronym = [_item_acronym(e) for e in expected]
+    order = sorted(range(len(expected)), key=lambda i: -len(gold[i]))
     found = [False] * len(expected)
     for i in order:
-        found[i] = m.find(_words(canonical_tokens(expected[i])))
-    # Split what is left into pieces at separators; a piece touching a found item is that item.
-    pieces: list[tuple[list[str], bool]] = []
-    cur: list[str] = []
-    touched = False
-    for tok, used in zip(pred, m.used, strict=True):
-        if not used and tok in SEPARATORS:
-            pieces.append((cur, touched))
-            cur, touched = [], False
-        elif used:
-            touched = True
-        else:
-            cur.append(tok)
-    pieces.append((cur, touched))
-    expected_forms = {" ".join(_words(canonical_tokens(e))) for e in expected}
+        found[i] = m.find(gold[i])
+    for i in order:
+        acr = acronym[i]
+        if not found[i] and acr is not None:
+            found[i] = m.find_expansion(acr, proper)
+        elif not found[i]:
+            found[i] = any(_spells(gold[i], a) and m.find_acronym(a, written) for a in sorted(written))
+    for i in order:  # the other form of a found item, given beside it, is the same item
+        acr = acronym[i]
+        if found[i] and acr is not None:
+            while m.find_expansion(acr, proper):
+                pass
+        elif found[i]:
+            for a in sorted(written):
+                while _spells(gold[i], a) and m.find_acronym(a, written):
+                    pass
+    expected_forms = {" ".join(g) for g in gold}
     found_words = sum(m.used)
-    proper = _proper_words(prediction)
     excessive: list[str] = []
-    for words, is_found in pieces:
-        content = [w for w in words if w not in FILLER and w not in _HEDGES]
+    for piece in _pieces(pred, m.used, written):
+        leftover = [i for i in piece.idx if not m.used[i]]
+        words = [pred[i] for i in leftover]
+        content = [i for i in leftover if pred[i] not in FILLER and pred[i] not in _HEDGES]
         if not content:
             continue
-        if is_found:
+        touched = len(leftover) < len(piece.idx)
+        hedged = any(w in _CLAUSE_HEDGES for w in words)
+        if not hedged and (piece.clause or (piece.frame and not touched and piece.closed_by in _PUNCT)):
+            continue
+        if touched:
             # Words beside a found item qualify it, unless they look like more candidates: a
-            # capitalised name (`Barcelona Madrid`) or more words than the items themselves
-            # (`rhine danube elbe oder vistula ...`).
-            if not any(w in proper for w in content) and len(content) <= max(3, found_words):
+            # capitalised name not tied to the item by a link word (`Barcelona Madrid`), or
+            # more words than the items themselves (`rhine danube elbe oder vistula ...`).
+            names = [i for i in content if pred[i] in proper and not _linked(i, piece, pred, m.used)]
+            if not names and len(content) <= max(3, found_words):
                 continue
-        text = " ".join(words)
-        if " ".join(content) in expected_forms or text in expected_forms:
+        item = " ".join(words)
+        if " ".join(pred[i] for i in content) in expected_forms or item in expected_forms:
             continue  # the same item given twice is not an extra one
-        if text not in excessive:
-            excessive.append(text)
+        if item not in excessive:
+            excessive.append(item)
     return outcome(found, excessive)
 
 

@@ -57,6 +57,7 @@ from a2rl._util import stable_hash
 from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import InteractiveTask
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 from a2rl.tasks._lib.hub import hub_dataset_file
 from a2rl.tasks._lib.judge import (
@@ -74,6 +75,7 @@ from a2rl.tasks._lib.judge import (
 from a2rl.tasks.deepsearchqa.grading import (
     SET,
     SINGLE,
+    STRING_GRADER_VERSION,
     Outcome,
     expected_items,
     outcome,
@@ -399,6 +401,7 @@ class _Session:
             b.close()
 
 
+@tasks.register("deepsearchqa")
 class DeepSearchQATask(InteractiveTask):
     name = "deepsearchqa"
     level = "L3"
@@ -568,7 +571,8 @@ class DeepSearchQATask(InteractiveTask):
         visible in the params when they come from the environment, and each changes scores."""
         mode = self.grader_mode()
         judge = configured_judge_model(self.params.judge_model) if mode == "llm" else None
-        return stable_hash({"base": super().fingerprint(), "grader": mode, "judge_model": judge,
+        grader: Any = [mode, STRING_GRADER_VERSION] if mode == "string" else mode
+        return stable_hash({"base": super().fingerprint(), "grader": grader, "judge_model": judge,
                             "judge_prompt": sha256_text(judge_template()), "search": self._search_identity(),
                             "rollout": [MAX_STEPS, list(STOP), self.rollout.generation.max_new_tokens]})
 
@@ -762,10 +766,13 @@ class DeepSearchQATask(InteractiveTask):
   and punctuation are ignored; numbers are compared in one form (`99,354` = `99354`, `two` = `2`,
   `1.5 million` = `1500000`, `45%` = `45 percent`), dates too (`5 March 2021` = `2021-03-05` =
   `03/05/2021`, month first unless the first number exceeds 12); a small alias table maps common
-  variants (`USA` = `United States`, `Kiev` = `Kyiv`, `Bombay` = `Mumbai`, ...). Each gold item
-  must appear as a whole phrase; what is left is split at `,` `;` `/` `and` `or` and brackets
-  that hedge (`(possibly X)`), and each leftover piece naming something is an extra item
-  (words right next to a found item, such as `99,354 residents`, qualify it). It is stricter
+  variants (`USA` = `United States`, `Kiev` = `Kyiv`, `Bombay` = `Mumbai`, ...), a unit after a
+  number has one spelling (`324 m` = `324 metres`, `5 kg` = `5 kilograms`), and an acronym in
+  capitals matches the words it abbreviates (`WHO` = `World Health Organization`). Each gold
+  item must appear as a whole phrase; what is left is split at `,` `;` `/` `and` `or` and
+  brackets that hedge (`(possibly X)`), and each leftover piece naming something is an extra
+  item (words right next to a found item, such as `99,354 residents`, qualify it, and so does a
+  clause such as `, which is the capital`, unless it hedges). It is stricter
   than a judge on paraphrases (`Paris, France` for `Paris` has the extra item `France`; aliases
   outside the table do not match)."""
         return self.render_template(

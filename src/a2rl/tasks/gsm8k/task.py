@@ -42,6 +42,7 @@ from pydantic import Field
 from a2rl._errors import A2RLError
 from a2rl._secrets import installation_seed
 from a2rl.inference import GenerationSettings
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
 from a2rl.tasks._lib.splits import check_disjoint_streams, stream_seed
@@ -138,6 +139,7 @@ def symbolic_item(entry: dict[str, Any], index: int, split: str) -> dict[str, An
             "final": parse_gold(answer)}
 
 
+@tasks.register("gsm8k")
 class GSM8KTask(StaticTextTask):
     name = "gsm8k"
     level = "L1"

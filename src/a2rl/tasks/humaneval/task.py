@@ -44,6 +44,7 @@ from a2rl.sandbox._code_exec import (
     ExecResult,
     TestedProgram,
 )
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.static import StaticTextTask
 from a2rl.tasks._core.task import EvalOutcome, TaskParams
 
@@ -187,6 +188,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
+@tasks.register("humaneval")
 class HumanEvalTask(StaticTextTask):
     name = "humaneval"
     level = "L1"

@@ -39,6 +39,7 @@ from a2rl.envs import Env, Episode, RolloutConfig, Trajectory, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import ProgressFn
 from a2rl.tasks._core.interactive import InteractiveTask
+from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.task import TaskParams, secret_field
 from a2rl.tasks.webshop.catalog import (
     PRODUCT_WINDOW,
@@ -94,6 +95,7 @@ class WebShopParams(TaskParams):
         return self
 
 
+@tasks.register("webshop")
 class WebShopTask(InteractiveTask):
     name = "webshop"
     level = "L3"

@@ -1,4 +1,5 @@
-"""The grader's `/scaffold/...` endpoints (same bearer token as /submit).
+"""The scaffold's routes on the grader (same bearer token as /submit): the `/scaffold/...`
+endpoints, and /submit and GET /submissions/{id} with the scaffold's part of the reply.
 
 Bodies are parsed by hand, as /submit does, because agents often POST JSON without a
 Content-Type header. A component that is off answers 404 saying so.
@@ -14,8 +15,10 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2rl._errors import A2RLError
+from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, strategy_fix
+from a2rl.grader._records import SubmitResponse
+from a2rl.grader._server import PublicSubmission, SubmitRequest, parse_submit, visible_submission
 from a2rl.records import _scaffold as rec  # by module: _core holds the one list of names
-from a2rl.scaffold._core import Scaffold, normalize_strategy, strategy_fix
 
 PLAN_HELP = ('{"strategy": {"k": "full SFT", "d": "curated", "g": "from base"}, "data": "...", '
              '"budget_split": {"data": 0.2, "training": 0.6, "evaluation": 0.2}, '
@@ -156,5 +159,51 @@ def scaffold_router(scaffold: Scaffold) -> APIRouter:
         return PendingEvaluation(submission_id=submission_id[:40],
                                  status="pending" if notice.evaluator_status == "pending"
                                  else "not_requested")
+
+    return router
+
+
+class ScaffoldSubmitRequest(SubmitRequest):
+    """/submit in a scaffold run."""
+
+    evaluate: bool = False
+    """Have the evaluator agent review this submission (component `evaluator`)."""
+
+
+class ScaffoldSubmitResponse(SubmitResponse):
+    """/submit in a scaffold run: the grader's reply plus the scaffold's part."""
+
+    scaffold: rec.ScaffoldNotice
+    """Evaluator report (when asked), pending revision decision, plan-review state."""
+
+
+class ScaffoldPublicSubmission(PublicSubmission):
+    """GET /submissions/{id} in a scaffold run: the record plus the scaffold's part."""
+
+    scaffold: rec.ScaffoldNotice
+
+
+def submission_router(scaffold: Scaffold) -> APIRouter:
+    """/submit and GET /submissions/{id} of a scaffold run (they replace the grader's own)."""
+    router = APIRouter()
+
+    @router.post("/submit", response_model=ScaffoldSubmitResponse)
+    async def submit(request: Request) -> ScaffoldSubmitResponse:
+        body = parse_submit(await request.body(), ScaffoldSubmitRequest)
+        assert isinstance(body, ScaffoldSubmitRequest)
+        try:
+            reply, notice = await run_in_threadpool(scaffold.submit, body.model_path,
+                                                    wait=body.wait, final=body.final,
+                                                    evaluate=body.evaluate)
+        except A2RLError as exc:
+            raise HTTPException(422, detail=str(exc)) from None
+        return ScaffoldSubmitResponse(**reply.model_dump(), scaffold=notice)
+
+    @router.get("/submissions/{submission_id}", response_model=ScaffoldPublicSubmission)
+    def submission(submission_id: str) -> ScaffoldPublicSubmission:
+        assert scaffold.grader is not None
+        found = visible_submission(scaffold.grader, submission_id)
+        return ScaffoldPublicSubmission(**PublicSubmission.of(found).model_dump(),
+                                        scaffold=scaffold.notice(found.id))
 
     return router

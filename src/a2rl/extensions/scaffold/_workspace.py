@@ -1,5 +1,6 @@
 """What the scaffold adds to the agent's workspace: `scaffold.sh`, a section of the instructions
-per enabled component, and (component `skills`) the skill library of `a2rl.scaffold._skills`."""
+per enabled component, and (component `skills`) the skill library of
+`a2rl.extensions.scaffold._skills`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ SECTIONS = ("journal", "evaluator", "plan-review", "revision")
 
 
 def _template(name: str) -> str:
-    return (resources.files("a2rl.scaffold") / "templates" / name).read_text()
+    return (resources.files("a2rl.extensions.scaffold") / "templates" / name).read_text()
 
 
 def revision_triggers(config: ScaffoldConfig) -> str:
@@ -38,14 +39,14 @@ def revision_triggers(config: ScaffoldConfig) -> str:
 
 
 def skills_module() -> Any:
-    """`a2rl.scaffold._skills`, which provides `mount_skills(workspace: Path)` returning an
-    object with `read_only: list[Path]` (paths the sandbox mounts read-only) and
+    """`a2rl.extensions.scaffold._skills`, which provides `mount_skills(workspace: Path)` returning
+    an object with `read_only: list[Path]` (paths the sandbox mounts read-only) and
     `instructions: str` (markdown for the instructions)."""
     try:
-        return importlib.import_module("a2rl.scaffold._skills")
+        return importlib.import_module("a2rl.extensions.scaffold._skills")
     except ImportError as exc:
         raise A2RLError("the scaffold's skills component is not installed "
-                        f"(a2rl.scaffold._skills: {exc})",
+                        f"(a2rl.extensions.scaffold._skills: {exc})",
                         "run without `skills` in --scaffold, or install an a2rl that has the "
                         "skill library") from exc
 

@@ -1,7 +1,8 @@
 """The skill library of the experience-driven scaffold (`--scaffold skills`).
 
-a2rl ships a library of skills (`a2rl/scaffold/skills/<name>/SKILL.md`: YAML front matter with
-`name` and `description`, then about a page of instructions, as in the Agent Skills convention).
+a2rl ships a library of skills (`a2rl/extensions/scaffold/skills/<name>/SKILL.md`: YAML front
+matter with `name` and `description`, then about a page of instructions, as in the Agent Skills
+convention).
 For a run, `prepare_skills` copies it into the workspace as `skills/` (read-only: the sandbox
 binds it read-only, and the files are made read-only for unsandboxed runs) and creates the
 writable `new-skills/` for skills the agent writes. After the agent stopped, `count_skill_reads`
@@ -100,7 +101,7 @@ class SkillMount:
 
 def library_source() -> Path:
     """The shipped library folder (inside the installed a2rl package)."""
-    return Path(str(resources.files("a2rl.scaffold") / "skills"))
+    return Path(str(resources.files("a2rl.extensions.scaffold") / "skills"))
 
 
 # ---- front matter ---------------------------------------------------------------------------
@@ -240,7 +241,8 @@ def mount_skills(workspace: Path, run_dir: Path | None = None) -> SkillMount:
 
 # ---- recognising skill paths ----------------------------------------------------------------
 # `skills/<name>/<file>` anywhere in a path or command line (relative, absolute, the installed
-# package's copy a2rl/scaffold/skills/…, a CLI's own .claude/skills/…) and new-skills/<name>/….
+# package's copy a2rl/extensions/scaffold/skills/…, a CLI's own .claude/skills/…) and
+# new-skills/<name>/….
 _REF = re.compile(r"(?:(?<=[^\w.-])|^)(new-skills|skills)/([a-z0-9][a-z0-9-]*)(/[^\s\"'`;|&<>()]*)?")
 
 

@@ -2,7 +2,7 @@
 
 One `Scaffold` per task run, attached to its grader (it tees the grader's events). The files in
 `runs/<task>/<run_id>/scaffold/` are the authoritative, append-only copies; the agent reaches
-them only through the grader's `/scaffold/...` endpoints (`a2rl.scaffold._routes`).
+them only through the grader's `/scaffold/...` endpoints (`a2rl.extensions.scaffold._routes`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from a2rl._errors import A2RLError
 from a2rl._util import utcnow
+from a2rl.extensions.scaffold import _prompts
+from a2rl.extensions.scaffold._llm import ScaffoldLLM
+from a2rl.extensions.scaffold._prompts import normalize_strategy
 from a2rl.records import ScaffoldConfig, SubmissionRecord, append_jsonl, read_jsonl
 from a2rl.records._scaffold import (
     DATA_SOURCES,
@@ -37,9 +40,6 @@ from a2rl.records._scaffold import (
     Suggestion,
     TrainOutput,
 )
-from a2rl.scaffold import _prompts
-from a2rl.scaffold._llm import ScaffoldLLM
-from a2rl.scaffold._prompts import normalize_strategy
 
 if TYPE_CHECKING:
     from a2rl.grader import Grader

@@ -1,5 +1,5 @@
 """Runtime recording: code snapshots and the artifact index, at each submission and every few
-minutes, driven by the runner (the grader knows nothing about it)."""
+minutes, driven by the snapshots extension (the grader knows nothing about it)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from a2rl.recording._artifacts import ArtifactIndexer
-from a2rl.recording._snapshots import CodeRecorder
+from a2rl.recording import ArtifactIndexer, CodeRecorder
 
 log = logging.getLogger("a2rl.recording")
 

@@ -1,0 +1,32 @@
+"""The `a2rl` command line: the Typer app (a2rl.cli._app), one module per command or command
+group, and the option types they share (a2rl.cli._options), assembled here. Heavy modules are
+imported inside commands so `--help` stays fast.
+
+`a2rl --help` lists the commands in the order registered below, then the command groups in
+theirs."""
+
+from __future__ import annotations
+
+from a2rl.cli import analyze, catalog, eval, imports, models, report, rollout, run, runs, sweep
+from a2rl.cli._app import app, main
+
+app.command()(run.run)
+app.command()(run.review)
+app.command()(sweep.sweep)
+app.command()(run.demo)
+app.command()(analyze.analyze)
+app.command("report")(report.report_cmd)
+app.command()(catalog.schema)
+app.command()(rollout.rollout)
+app.command("eval")(eval.eval_cmd)
+app.command()(eval.rescore)
+app.command("prepare-model")(models.prepare_model)
+
+app.add_typer(runs.runs_app, name="runs")
+app.add_typer(catalog.agents_app, name="agents")
+app.add_typer(imports.import_app, name="import")
+app.add_typer(report.results_app, name="results")
+app.add_typer(catalog.tasks_app, name="tasks")
+app.add_typer(models.engines_app, name="engines")
+
+__all__ = ["app", "main"]

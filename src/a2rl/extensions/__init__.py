@@ -1,0 +1,96 @@
+"""Run extensions: capabilities that plug into `a2rl run` through the hooks of `RunExtension`.
+
+Built in, in the order their hooks run:
+
+- `exec-trace`: every program the agent runs, traced by strace outside the sandbox
+  (`RunConfig.exec_trace`).
+- `scaffold`: the experience-driven scaffold (`RunConfig.scaffold`, `--scaffold`).
+- `snapshots`: the agent's code and models at each submission and every few minutes (always).
+- `summary`: summary.jsonl/summary.md while the run goes, the run-level analysis at its end
+  (always).
+- `tracking`: W&B or MLflow while the run goes (`RunConfig.tracking`, `--log-to`).
+- `network`: the relay into the sandbox's network namespace and, under `--network allowlist`,
+  the egress proxy and its allow-list (`RunConfig.network` other than `full`).
+
+A third-party extension registers through an entry point of the `a2rl.extensions` group
+(`name = "pkg.module:Class"`, a `RunExtension` subclass whose `name` is `name`). The runner
+consults it when `RunConfig.extensions` has an entry under its name (the extension's options);
+it is active when its `enabled(config)` agrees (by default: whenever named). Its hooks run
+after the built-ins', in the order of `RunConfig.extensions`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from a2rl._errors import A2RLError
+from a2rl._plugins import Registry
+from a2rl.extensions._protocol import AgentLaunch, ReportSection, RunExtension, TaskPart
+
+if TYPE_CHECKING:
+    from a2rl.records import RunConfig, RunRecord
+
+BUILTIN = {
+    "exec-trace": "a2rl.extensions.exec_trace._extension",
+    "scaffold": "a2rl.extensions.scaffold._extension",
+    "snapshots": "a2rl.extensions.snapshots._extension",
+    "summary": "a2rl.extensions.summary._extension",
+    "tracking": "a2rl.extensions.tracking._extension",
+    "network": "a2rl.extensions.network._extension",
+}
+"""Name -> the module that registers it; the order is the order of their hooks."""
+
+extensions: Registry[type[RunExtension]] = Registry("extension", "a2rl.extensions", BUILTIN)
+
+
+def extension_class(name: str) -> type[RunExtension]:
+    """The registered extension `name`, checked to be a `RunExtension` that names itself so."""
+    cls = extensions.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, RunExtension)):
+        raise A2RLError(f"the extension {name!r} ({cls!r}) is not a RunExtension subclass",
+                        "register a subclass of a2rl.extensions.RunExtension")
+    if cls.name != name:
+        raise A2RLError(f"the extension registered as {name!r} ({cls.__qualname__}) names "
+                        f"itself {cls.name!r}", f"set {cls.__qualname__}.name = {name!r}")
+    return cls
+
+
+def select(config: RunConfig) -> list[type[RunExtension]]:
+    """The extensions a run with `config` uses, in hook order: each built-in and each one
+    `config.extensions` names whose `enabled(config)` is true. An unknown name is refused."""
+    for name in config.extensions:
+        if name in BUILTIN:
+            raise A2RLError(f"the built-in extension {name!r} is not configured through "
+                            "RunConfig.extensions", f"drop {name!r} from extensions and use "
+                            "its own run option (see `a2rl schema run`)")
+    names = [*BUILTIN, *config.extensions]
+    return [cls for cls in map(extension_class, names) if cls.enabled(config)]
+
+
+def submit_refusals(active: list[type[RunExtension]]) -> dict[str, str]:
+    """The /submit flags of the built-in extensions that are off, with the grader's reply."""
+    out: dict[str, str] = {}
+    for name in BUILTIN:
+        cls = extension_class(name)
+        if cls not in active:
+            out.update(cls.submit_flags)
+    return out
+
+
+def report_sections(record: RunRecord, run_dir: Path) -> list[ReportSection]:
+    """What the extensions of a recorded run add to its report. An extension the record names
+    that is not installed here is left out (the run may come from another machine)."""
+    sections: list[ReportSection] = []
+    names = [*BUILTIN, *(n for n in record.config.extensions if n not in BUILTIN)]
+    for name in names:
+        if name not in extensions:
+            continue
+        cls = extension_class(name)
+        if cls.enabled(record.config):
+            sections += cls.report_sections(run_dir, record)
+    return sections
+
+
+__all__ = ["BUILTIN", "AgentLaunch", "ReportSection", "RunExtension", "TaskPart",
+           "extension_class", "extensions", "report_sections", "select", "submit_refusals"]

@@ -1,0 +1,6 @@
+"""Code snapshots and the artifact index while the agent works (`a2rl.recording` holds the
+recorders and the readers of their records)."""
+
+from a2rl.extensions.snapshots._recorder import RunRecorder
+
+__all__ = ["RunRecorder"]

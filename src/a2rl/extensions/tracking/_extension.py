@@ -1,0 +1,51 @@
+"""Live tracking as a run extension (`RunConfig.tracking`, `--log-to`): a tracker per task part,
+opened once the part's record is complete, fed the baseline and each finished submission, and
+finished after run.json and the analysis are written. The tracker is checked (package, key,
+store) by the CLI before the run folder exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from a2rl._report_console import safe
+from a2rl.extensions import RunExtension, TaskPart, extensions
+from a2rl.extensions.tracking._live import LiveTracker, open_tracker
+
+if TYPE_CHECKING:
+    from a2rl.grader import BaselineRecord, SubmissionRecord
+    from a2rl.records import RunConfig
+
+
+@extensions.register("tracking")
+class TrackingExtension(RunExtension):
+    """W&B or MLflow while the run goes; a tracker failure is printed, never fails the run."""
+
+    name = "tracking"
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        self._trackers: dict[Path, LiveTracker] = {}
+
+    @classmethod
+    def enabled(cls, config: RunConfig) -> bool:
+        return config.tracking is not None
+
+    def setup_done(self, part: TaskPart) -> None:
+        tracker = open_tracker(part.config.tracking, part.run_dir, part.record,
+                               lambda text: part.console.print(safe(text), style="yellow"))
+        if tracker is not None:
+            self._trackers[part.run_dir] = tracker
+
+    def baseline_scored(self, part: TaskPart, baseline: BaselineRecord) -> None:
+        if tracker := self._trackers.get(part.run_dir):
+            tracker.baseline(baseline.score, baseline.n_items)
+
+    def submission_finished(self, part: TaskPart, record: SubmissionRecord,
+                            best: float | None) -> None:
+        if tracker := self._trackers.get(part.run_dir):
+            tracker.submission(record)
+
+    def run_closing(self, part: TaskPart) -> None:
+        if tracker := self._trackers.get(part.run_dir):
+            tracker.finish()
