@@ -24,11 +24,14 @@ def _audit_code(task: str, code: dict[str, str]) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_TASKS))
 def test_builtin_task_is_a_package_exporting_its_class(name: str) -> None:
-    module, cls_name = BUILTIN_TASKS[name].split(":")
+    from a2rl.tasks._core.registry import task_class as get_task_class
+
+    module = BUILTIN_TASKS[name].partition(":")[0]
     package = importlib.import_module(module)
     assert package.__file__ and package.__file__.endswith("__init__.py"), f"{name} is not a package"
     assert module == f"a2rl.tasks.{name}"
-    cls = getattr(package, cls_name)
+    cls = get_task_class(name)
+    assert getattr(package, cls.__name__) is cls
     assert issubclass(cls, Task) and cls.name == name
 
 

@@ -62,7 +62,10 @@ class Registry(Generic[T]):
         if name in self._found:
             return self._found[name]
         if name in self._builtin:
-            importlib.import_module(self._builtin[name])
+            module, _, attr = self._builtin[name].partition(":")
+            if attr:  # a "module:attr" entry names the object itself
+                return self._found.setdefault(name, load(self._builtin[name]))
+            importlib.import_module(module)
             if name not in self._found:
                 raise A2RLError(f"{self._builtin[name]} does not register the {self.kind} "
                                 f"{name!r}", f"decorate it with @{self.kind}s.register({name!r})")
