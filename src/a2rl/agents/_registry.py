@@ -1,6 +1,7 @@
 """Agent registry (`agents`). Adding an agent = one module whose class carries
-`@agents.register(name)` + its line in BUILTIN_AGENTS, or an `a2rl.agents` entry point
-(`name = "pkg.module:Class"`) from a package of its own."""
+`@agents.register(name)` + its line in BUILTIN_AGENTS (the module; or "module:Class" for a class
+that carries no decorator), or an `a2rl.agents` entry point (`name = "pkg.module:Class"`) from a
+package of its own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from a2rl.agents._agent import Agent, CommandAgent
 
 agents: Registry[type[Agent]] = Registry("agent", "a2rl.agents", {
     "reference": "a2rl.agents.reference",
-    "claude-code": "a2rl.agents._claude_code_registration",
+    "claude-code": "a2rl.agents.claude_code:ClaudeCodeAgent",
     "codex": "a2rl.agents.codex",
     "opencode": "a2rl.agents.opencode",
     "gemini": "a2rl.agents.gemini",
@@ -18,8 +19,8 @@ agents: Registry[type[Agent]] = Registry("agent", "a2rl.agents", {
 })
 """The agents by name: the built-in launchers, then `a2rl.agents` entry points."""
 BUILTIN_AGENTS: dict[str, str] = agents._builtin
-"""name -> module that registers it: the registry's own table (an entry added here is a
-built-in agent)."""
+"""name -> the module that registers it (or "module:Class"): the registry's own table, so an
+entry added here is a built-in agent."""
 DEFAULT_AGENT = "reference"
 
 

@@ -24,8 +24,8 @@ def _task_packages() -> dict[str, str]:
 tasks: Registry[type[Task]] = Registry("task", "a2rl.tasks", _task_packages())
 """The tasks by name: the built-in task packages, then `a2rl.tasks` entry points."""
 BUILTIN_TASKS: dict[str, str] = tasks._builtin
-"""name -> module of the built-in tasks: the registry's own table, so an entry added here
-(a module that registers the name when imported) is a built-in task."""
+"""name -> module of the built-in tasks: the registry's own table, so an entry added here (a
+module that registers the name when imported, or "module:Class") is a built-in task."""
 DEFAULT_TASK = "arith"
 
 
@@ -38,10 +38,15 @@ def task_class(name: str) -> type[Task]:
         raise A2RLError(f"unknown task {name!r}", f"choose one of: {', '.join(tasks.names())}")
     try:
         cls = tasks.get(name)
-    except ImportError as exc:
-        raise A2RLError(f"task {name!r} needs a package that is not installed: {exc.name}",
-                        f"install it (pip install {exc.name}) or the a2rl extra that provides it"
-                        ) from exc
+    except (ImportError, A2RLError) as exc:
+        # A missing module, raised by the task's import (or wrapped by the registry's loader
+        # of "module:Class" targets): name it and the install.
+        missing = exc if isinstance(exc, ImportError) else exc.__cause__
+        if not isinstance(missing, ImportError):
+            raise
+        raise A2RLError(f"task {name!r} needs a package that is not installed: {missing.name}",
+                        f"install it (pip install {missing.name}) or the a2rl extra that "
+                        "provides it") from exc
     if not (isinstance(cls, type) and issubclass(cls, Task)) or getattr(cls, "name", None) != name:
         raise A2RLError(f"the task registered as {name!r} ({cls!r}) is not a Task subclass "
                         "named so", f"register a subclass of a2rl.tasks.Task with name = {name!r}")
