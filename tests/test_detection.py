@@ -115,7 +115,8 @@ def _consistent(route: str, kind: str | None, method: str | None) -> bool:
 
 def _detections(case: dict[str, Any]) -> list[Detection]:
     reader = CommandReader(fixture_files(case))
-    found = [reader.analyse(case["command"])] + [reader.analyse_argv(a) for a in simple_commands(case["command"])]
+    found = [reader.analyse(case["command"])] + \
+        [reader.analyse_argv(a) for a in simple_commands(case["command"])]
     return [d for d in found if d is not None]
 
 
@@ -400,7 +401,8 @@ def test_relative_imports_resolve_against_the_importing_package() -> None:
              "app/pkg/run.py": "from . import trainers\nfrom .util import seed\nseed()\n"
                                "trainers.PairTrainer(model='m').train()\n",
              "app/pkg/util.py": "def seed():\n    return 0\n",
-             "app/pkg/trainers.py": "from trl import ORPOTrainer\nclass PairTrainer(ORPOTrainer):\n    pass\n",
+             "app/pkg/trainers.py": "from trl import ORPOTrainer\n"
+                                    "class PairTrainer(ORPOTrainer):\n    pass\n",
              "app/trainers.py": "class PairTrainer:\n    pass\n"}  # same name one folder up: not it
     assert label(files, "cd app && python -m pkg.run") == ("SFT-only", "preference", True, "ORPO")
     # the importing file's own package decides, not the launched script's folder
@@ -465,7 +467,8 @@ def test_peft_helpers_of_workspace_modules_follow_the_call_site() -> None:
                          "m = 'model'\nif a.peft:\n    m = add_adapters(m)\nSFTTrainer(model=m).train()\n"}
     assert label(files, "python train.py")[1] == "full SFT"
     assert label(files, "python train.py --peft")[1] == "PEFT"
-    files["train.py"] = files["train.py"].replace("if a.peft:\n    m = add_adapters(m)", "m = add_adapters(m)")
+    files["train.py"] = files["train.py"].replace("if a.peft:\n    m = add_adapters(m)",
+                                                  "m = add_adapters(m)")
     assert label(files, "python train.py")[1] == "PEFT"
 
 
@@ -475,10 +478,12 @@ def test_code_outranks_the_name_of_a_framework_class_whose_source_is_in_the_work
                                           "class SelfDistillTrainer(Trainer):\n"
                                           "    def compute_loss(self, model, inputs, **kw):\n"
                                           "        return model(**inputs).loss\n",
-             "vendor/run.py": "from fastlib import SelfDistillTrainer\nSelfDistillTrainer(model='m').train()\n"}
+             "vendor/run.py": "from fastlib import SelfDistillTrainer\n"
+                              "SelfDistillTrainer(model='m').train()\n"}
     assert label(files, "cd vendor && python run.py") == ("SFT-only", "full SFT", True, "SFT")
     teacher = files | {"vendor/fastlib/distill.py": files["vendor/fastlib/distill.py"].replace(
-        "return model(**inputs).loss", "s = model(**inputs).logits\n        t = self.teacher(**inputs).logits\n"
+        "return model(**inputs).loss",
+        "s = model(**inputs).logits\n        t = self.teacher(**inputs).logits\n"
         "        return kl_div(log_softmax(s), softmax(t))")}
     assert label(teacher, "cd vendor && python run.py")[3] == "distillation"
 
@@ -487,3 +492,24 @@ def test_loss_names() -> None:
     assert [method_of_loss(n) for n in ("DPOLoss", "sft_loss", "compute_policy_loss", "KDLoss",
                                         "PairWiseLoss", "GPTLMLoss", "loss", "aux_loss", "loss_fn")] == \
         ["DPO", "SFT", "PPO", "distillation", "reward model", "SFT", None, None, None]
+
+
+def test_a_script_on_disk_reads_its_own_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "proj" / "kit"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "trainer.py").write_text("from trl import CPOTrainer\nclass MyCPO(CPOTrainer):\n    pass\n")
+    main = pkg / "main.py"
+    main.write_text("from .trainer import MyCPO\nMyCPO(model='m').train()\n")
+    found = analyse_script(str(main), main.read_text())
+    assert found.trains and found.methods == {"CPO"}
+    # a path whose file holds other text is not read from disk
+    assert not analyse_script(str(main), "from .trainer import MyCPO\nMyCPO(model='m').train()\n\n").trains
+
+
+def test_a_train_mode_override_is_no_launch_method() -> None:
+    src = ("from torch import nn\nclass Head(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.loss_fn = DPOLoss(0.1)\n"
+           "    def train(self, mode=True):\n        return super().train(mode)\n"
+           "h = Head()\nh.train()\n")
+    assert not analyse_script("h.py", src).trains

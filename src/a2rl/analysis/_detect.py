@@ -748,7 +748,14 @@ class _ScriptReader:
         self.why: dict[str, str] = {}
         """Trainer classes known here -> why they are trainers of their method (for evidence)."""
         self.ids = _identifiers(tree)
-        self.flags = _Flags(tree)
+        self._flags: _Flags | None = None
+
+    @property
+    def flags(self) -> _Flags:
+        """The module's conditions (built when a PEFT site or a class method needs them)."""
+        if self._flags is None:
+            self._flags = _Flags(self.tree)
+        return self._flags
 
     # ---- names -----------------------------------------------------------------------------
     def qualified(self, chain: list[str]) -> str | None:
@@ -1312,9 +1319,10 @@ class _ScriptReader:
         strategy's `backward` calling the engine's): a method doing both a backward pass and
         an optimizer step is a training step, and stays a hand-written loop."""
         out = []
+        methods = {id(f) for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef) for f in c.body}
         for n in ast.walk(self.tree):
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name in _UPDATE_WRAPPERS \
-                    and self.flags.owner(n) is not None:
+                    and id(n) in methods:
                 lasts = {(_chain(c.func) or [""])[-1] for c in ast.walk(n) if isinstance(c, ast.Call)}
                 if not ("backward" in lasts and lasts & {"step", "optimizer_step"}):
                     out.append((n.lineno, n.end_lineno or n.lineno))
