@@ -185,19 +185,10 @@ class SlurmBackend:
         r, o = job.spec.resources, self.opts
         executor = self.submitit.AutoExecutor(folder=self.folder / "%j", cluster=o.cluster)
         limit = o.time or (job.spec.budget_s + 2 * job.spec.run.eval_timeout + 1800)
-        params: dict[str, Any] = {
-            "timeout_min": max(1, math.ceil(limit / 60)), "name": f"a2rl-{job.key}",
-            "cpus_per_task": max(1, math.ceil(r.cpus)), "gpus_per_node": r.devices,
-            "nodes": 1, "tasks_per_node": 1,
-            "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
-            "slurm_constraint": o.constraint,
-            "slurm_additional_parameters": o.additional or None,
-            "slurm_setup": o.setup or None,
-            # a2rl closes its record on SIGTERM; submitit's requeue signal is USR2
-            "slurm_signal_delay_s": 120,
-        }
-        if r.mem_gb:
-            params["mem_gb"] = math.ceil(r.mem_gb)
+        params = slurm_parameters(o, name=f"a2rl-{job.key}", limit_s=limit, cpus=r.cpus,
+                                  mem_gb=r.mem_gb)
+        params.update(gpus_per_node=r.devices, slurm_constraint=o.constraint,
+                      slurm_additional_parameters=o.additional or None)
         executor.update_parameters(**params)
         return executor
 
@@ -220,6 +211,23 @@ class SlurmBackend:
 
     def close(self) -> None:
         return None
+
+
+def slurm_parameters(o: Any, *, name: str, limit_s: float, cpus: float,
+                     mem_gb: float | None) -> dict[str, Any]:
+    """submitit parameters every a2rl Slurm job shares (a cell's, the sweep driver's): the
+    matrix's partition, account, QoS and setup lines, one task on one node, the time limit,
+    and time between SIGTERM and SIGKILL (a2rl closes its records on SIGTERM; submitit's
+    requeue signal is USR2)."""
+    params: dict[str, Any] = {
+        "timeout_min": max(1, math.ceil(limit_s / 60)), "name": name,
+        "cpus_per_task": max(1, math.ceil(cpus)), "nodes": 1, "tasks_per_node": 1,
+        "slurm_partition": o.partition, "slurm_account": o.account, "slurm_qos": o.qos,
+        "slurm_setup": o.setup or None, "slurm_signal_delay_s": 120,
+    }
+    if mem_gb:
+        params["mem_gb"] = math.ceil(mem_gb)
+    return params
 
 
 def make_backend(matrix: Matrix, sweep_dir: Path, max_parallel: int) -> Any:

@@ -12,13 +12,13 @@ directory records the job (id, cluster, log folder) for `a2rl sweep status` and 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
+from a2rl.sweep._backends import slurm_parameters
 from a2rl.sweep._matrix import load_matrix
 
 DEFAULT_DRIVER_TIME_S = 3 * 24 * 3600
@@ -58,14 +58,9 @@ def submit_driver(matrix_path: Path, sweep_dir: Path, *, max_parallel: int | Non
     sweep_dir.mkdir(parents=True, exist_ok=True)
     folder = sweep_dir / "driver"
     executor = submitit.AutoExecutor(folder=folder / "%j", cluster=o.cluster)
-    limit = o.driver_time or DEFAULT_DRIVER_TIME_S
-    executor.update_parameters(
-        timeout_min=max(1, math.ceil(limit / 60)), name=f"a2rl-sweep-{matrix.name}",
-        cpus_per_task=o.driver_cpus, mem_gb=math.ceil(o.driver_mem_gb), nodes=1,
-        tasks_per_node=1, slurm_partition=o.partition, slurm_account=o.account,
-        slurm_qos=o.qos, slurm_setup=o.setup or None,
-        # the driver stops its cells' attempts on SIGTERM; give it time before SIGKILL
-        slurm_signal_delay_s=120)
+    executor.update_parameters(**slurm_parameters(
+        o, name=f"a2rl-sweep-{matrix.name}", limit_s=o.driver_time or DEFAULT_DRIVER_TIME_S,
+        cpus=o.driver_cpus, mem_gb=o.driver_mem_gb))
     job = executor.submit(drive_sweep, str(matrix_path.absolute()), str(sweep_dir),
                           max_parallel, retry_failed)
     atomic_write_text(sweep_dir / "driver.json", json.dumps({
