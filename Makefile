@@ -44,9 +44,12 @@ test-extended: install install-vllm
 bench: install install-vllm
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
+# ruff, mypy, and the import contracts of pyproject.toml ([tool.importlinter]: layers, no
+# private imports across packages, independent plug-ins, no cycles).
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
 # The built wheel installed (not editable) into a fresh venv and run from outside the checkout.
 wheel-smoke:

@@ -28,8 +28,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load, result  # noqa: E402
 
-from a2rl.sandbox._code_exec import CodeExecutor, TestedProgram, default_workers  # noqa: E402
 from a2rl.tasks import get_task  # noqa: E402
+from a2rl.tasks._lib.code_exec import CodeExecutor, TestedProgram, default_workers  # noqa: E402
 from a2rl.tasks.humaneval.task import build_job, heldout_problems, train_problems  # noqa: E402
 
 

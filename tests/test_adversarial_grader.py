@@ -25,8 +25,8 @@ from a2rl.grader import (
     read_final,
 )
 from a2rl.grader._items import ItemValues
-from a2rl.grader._records import TERMINAL_STATUSES
 from a2rl.models import resolve_model
+from a2rl.records import TERMINAL_STATUSES
 from a2rl.tasks import EvalOutcome, get_task
 from conftest import TINY_TASK, perturb
 

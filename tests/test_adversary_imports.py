@@ -301,7 +301,7 @@ def test_a_symlinked_run_folder_is_refused_not_followed(tmp_path: Path) -> None:
 
 
 def test_remove_rechecks_each_folder_and_deletes_through_no_link(tmp_path: Path) -> None:
-    from a2rl.runner._prune import remove
+    from a2rl.runner.prune import remove
 
     runs = tmp_path / "runs"
     precious = _precious(tmp_path)

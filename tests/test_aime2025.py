@@ -265,7 +265,8 @@ def test_offline_heldout_is_masked_in_the_sandbox(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from a2rl.sandbox import get_sandbox, sandbox_masks, task_mask_hooks
+    from a2rl.sandbox import get_sandbox, sandbox_masks
+    from a2rl.tasks import task_mask_hooks
 
     try:
         box = get_sandbox("bwrap")

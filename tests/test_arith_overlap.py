@@ -75,7 +75,7 @@ def test_audit_counts_the_task_measured_overlap() -> None:
 
 
 def test_unseen_score_is_shown_and_kept_from_the_agent() -> None:
-    from a2rl._report_console import _unseen
+    from a2rl.cli._show import _unseen
     from a2rl.records import BestSoFar
 
     assert _unseen(None, None) == ""

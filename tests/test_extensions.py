@@ -126,8 +126,15 @@ class Probe(RunExtension):
         CALLS.append("close")
 
     @classmethod
+    def add_to_analysis(cls, run_dir: Path, record: RunRecord, analysis: RunAnalysis) -> None:
+        (run_dir / "probe-analysis.txt").write_text(f"{analysis.route} {record.run_id}")
+
+    @classmethod
     def report_sections(cls, run_dir: Path, record: RunRecord) -> list[ReportSection]:
-        return [ReportSection("probe", f"{len(record.submissions)} submission(s)")]
+        return [ReportSection("probe", f"{len(record.submissions)} submission(s)"),
+                # what an extension quotes may be the agent's: shown as text, never markup
+                ReportSection("probe quotes", "<script>alert(1)</script> "
+                                              "![beacon](http://evil.example/x.png)")]
 
 
 AUTH = '-H "Authorization: Bearer $A2RL_TOKEN"'
@@ -181,7 +188,23 @@ def test_hooks_run_in_pipeline_order_and_the_agent_reaches_the_route(
     # the options are part of the record; the report asks the extensions of the record
     on_disk = load_run(rd)
     assert on_disk.config.extensions == {"probe": {"word": "from-options"}}
-    assert report_sections(on_disk, rd) == [ReportSection("probe", "1 submission(s)")]
+    assert report_sections(on_disk, rd)[0] == ReportSection("probe", "1 submission(s)")
+    # ... and its run page shows them, the quoted markup as text
+    from a2rl.report import build_report
+
+    pages = build_report([rd], tmp_path / "site")
+    page = next(p for p in pages if p.name != "index.html" and on_disk.run_id in p.read_text()
+                and "<h2>probe</h2>" in p.read_text()).read_text()
+    assert "1 submission(s)" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    assert 'src="http://evil.example' not in page and 'href="http://evil.example' not in page
+    # `a2rl analyze` again: the extensions of the record add their part to the new analysis
+    from a2rl.analysis import analyze_run
+    from a2rl.extensions import add_to_analysis
+
+    analysis = analyze_run(rd)
+    add_to_analysis(rd, analysis)
+    assert (rd / "probe-analysis.txt").read_text() == f"{analysis.route} {on_disk.run_id}"
 
 
 def test_an_unknown_misnamed_or_refusing_extension_fails_before_the_run_folder(tmp_path: Path,

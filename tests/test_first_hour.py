@@ -323,7 +323,7 @@ def test_runs_prune_by_failure_and_age_keeps_live_runs(monkeypatch, capsys,
 
 
 def test_runs_list_keeps_run_ids_whole_at_80_columns(tmp_path: Path) -> None:
-    from a2rl._report_console import list_runs
+    from a2rl.cli._show import list_runs
 
     runs = tmp_path / "runs"
     run_id = "20261201-115353-claude-code-ab12"
@@ -335,7 +335,7 @@ def test_runs_list_keeps_run_ids_whole_at_80_columns(tmp_path: Path) -> None:
 
 
 def test_bracketed_text_survives_every_print(monkeypatch, capsys, tmp_path: Path) -> None:
-    from a2rl._report_console import safe
+    from a2rl._console import safe
 
     console = Console(file=io.StringIO(), width=200)
     console.print(safe("  [warning] contamination: [bold]x[/] in [smollm2-135m]"))
@@ -346,7 +346,7 @@ def test_bracketed_text_survives_every_print(monkeypatch, capsys, tmp_path: Path
 
 
 def test_progress_lines_when_not_a_terminal() -> None:
-    from a2rl._report_console import LineProgress, progress_for
+    from a2rl._console import LineProgress, progress_for
 
     buf = io.StringIO()
     console = Console(file=buf, width=200)

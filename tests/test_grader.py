@@ -274,7 +274,8 @@ def test_processes_an_evaluation_leaves_behind_are_killed(tmp_path: Path,
     import time
 
     from a2rl.grader import _evaluation
-    from a2rl.grader._evaluation import EvalJob, run_evaluation
+    from a2rl.grader._evaluation import run_evaluation
+    from a2rl.records import EvalJob
 
     out = tmp_path / "out"
     pid_file = tmp_path / "worker.pid"

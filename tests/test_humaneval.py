@@ -20,8 +20,8 @@ import pytest
 
 from a2rl import A2RLError
 from a2rl.models import resolve_model
-from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits, TestedProgram, process_blocking_filter
 from a2rl.tasks import get_task
+from a2rl.tasks._lib.code_exec import CodeExecutor, ExecLimits, TestedProgram, process_blocking_filter
 from a2rl.tasks.humaneval.task import (
     FIRST_HELDOUT,
     build_job,
@@ -274,7 +274,7 @@ def test_process_filter_layout() -> None:
 
 def test_fallback_without_bwrap_is_loud(monkeypatch: pytest.MonkeyPatch,
                                         caplog: pytest.LogCaptureFixture) -> None:
-    import a2rl.sandbox._code_exec as code_exec
+    import a2rl.tasks._lib.code_exec as code_exec
 
     monkeypatch.setattr(code_exec.shutil, "which", lambda name: None)
     with caplog.at_level("WARNING", logger="a2rl.sandbox.code_exec"):

@@ -162,8 +162,8 @@ def test_hidden_final_run_reports_dev_feedback_and_the_test_score_apart(tmp_path
     summary.md, and the test-split record is not an iteration of the agent's."""
     from rich.console import Console
 
-    from a2rl._report_console import show_run
     from a2rl.analysis import analyze_run
+    from a2rl.cli._show import show_run
 
     # a seed of many digits, so that no hash or timing in run.json holds it by chance
     task = dict(TINY_TASK, n_heldout=12, heldout_seed=739164528)

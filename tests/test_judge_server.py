@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from a2rl.sandbox._code_exec import CodeExecutor, TestedProgram
+from a2rl.tasks._lib.code_exec import CodeExecutor, TestedProgram
 
 CONTEXT = 'def add(a, b):\n    "Add two numbers."\n'
 TESTS = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"

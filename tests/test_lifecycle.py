@@ -199,7 +199,7 @@ def test_repair_removes_a_podman_container_that_outlived_the_harness(
     from a2rl._errors import A2RLError
     from a2rl.runner import RunConfig
     from a2rl.runner._lifecycle import repair_run
-    from a2rl.sandbox._podman import PodmanSandbox
+    from a2rl.sandbox.backends.podman import PodmanSandbox
 
     box = PodmanSandbox()
     try:

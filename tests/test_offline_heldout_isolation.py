@@ -134,7 +134,9 @@ def test_a_sandboxed_agent_finds_no_heldout_material(tmp_path: Path) -> None:
             pytest.skip(f"bwrap cannot start here: {exc}")
     secrets = [i["reference"] for i in AlpacaEvalTask({"source": "offline"}).heldout_items()]
     secrets += _dsqa_secrets(DeepSearchQATask({"source": "offline"}))
-    masked, visible = masks_mod.task_mask_hooks(["alpacaeval", "deepsearchqa"])
+    from a2rl.tasks import task_mask_hooks
+
+    masked, visible = task_mask_hooks(["alpacaeval", "deepsearchqa"])
     ws = tmp_path / "ws"
     ws.mkdir()
     argv = sandbox.wrap([sys.executable, "-c", _PROBE, json.dumps(secrets), str(PACKAGE)], workspace=ws,

@@ -1,9 +1,9 @@
-"""Plug-ins: one registry per kind (tasks, agents, sandbox backends, engines), built-ins found by
-module, third-party ones through entry points. A package of its own (tests/plugins/
-a2rl_testplugin: a sandbox backend, an agent and a task) is pip-installed into a temporary
-folder on PYTHONPATH (a2rl's environment is left as it is), and a whole `a2rl run` goes through
-its backend; the backend also meets the sandbox contract (the checks of
-test_sandbox_contract.py, run on it)."""
+"""Plug-ins: one registry per kind (tasks, agents, sandbox backends, engines, run extensions),
+built-ins found by module, third-party ones through entry points. A package of its own
+(tests/plugins/a2rl_testplugin: a sandbox backend, an agent, a task and a run extension) is
+pip-installed into a temporary folder on PYTHONPATH (a2rl's environment is left as it is), and a
+whole `a2rl run` goes through its backend with its extension; the backend also meets the sandbox
+contract (the checks of test_sandbox_contract.py, run on it)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,25 @@ def test_engines_are_specs_in_one_registry() -> None:
     assert "--engine auto or one of: transformers, vllm" in (err.value.fix or "")
 
 
+def test_extension_options_on_the_command_line(tmp_path: Path) -> None:
+    from a2rl.cli.run import _extension_option
+
+    assert _extension_option(None) == {}
+    assert _extension_option(["a", "a:x=1,y=two", "b:flag=true, path=/p/q"]) == {
+        "extensions": {"a": {"x": 1, "y": "two"}, "b": {"flag": True, "path": "/p/q"}}}
+    for bad, said in ((":x=1", "names no extension"), ("a:novalue", "'novalue' is not key=value"),
+                      ("a:=1", "'=1' is not key=value")):
+        with pytest.raises(A2RLError) as err:
+            _extension_option([bad])
+        assert said in err.value.message and "NAME:key=value" in (err.value.fix or "")
+    # a name nothing registers is refused before any run folder exists
+    done = subprocess.run([sys.executable, "-m", "a2rl.cli", "run", "--extension", "nope:x=1",
+                           "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True,
+                          env=_env(None), timeout=120)
+    assert done.returncode != 0 and "unknown extension 'nope'" in " ".join(done.stderr.split())
+    assert not (tmp_path / "runs").exists()
+
+
 # ---- the third-party package ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -124,10 +143,13 @@ PROBE = """
 import json
 from a2rl.agents import agents, get_agent, list_agents
 from a2rl.sandbox import SANDBOX_KINDS, backend_class, sandboxes
+from a2rl.extensions import extension_class, extensions
 from a2rl.tasks import list_tasks, task_class
-out = {"sandboxes": list(SANDBOX_KINDS), "agents": list_agents(), "tasks": list_tasks()}
+out = {"sandboxes": list(SANDBOX_KINDS), "agents": list_agents(), "tasks": list_tasks(),
+       "extensions": extensions.names()}
 if "testjail" in sandboxes:
     out["jail"] = [backend_class("testjail").kind, backend_class("testjail").__module__]
+    out["extension"] = extension_class("testplugin-stamp").__module__
     out["agent"] = get_agent("testplugin-agent").name
     out["task"] = task_class("testplugin-upper").name
 print(json.dumps(out))
@@ -147,9 +169,12 @@ def test_installed_plugins_join_each_registry_and_only_there(plugin_path: Path) 
     assert "testplugin-agent" in found["agents"] and "testplugin-upper" in found["tasks"]
     assert found["jail"] == ["testjail", "a2rl_testplugin.sandbox"]
     assert (found["agent"], found["task"]) == ("testplugin-agent", "testplugin-upper")
+    assert "testplugin-stamp" in found["extensions"]
+    assert found["extension"] == "a2rl_testplugin.extension"
     # a2rl's own environment did not change: without the folder on the path, no plug-in
     plain = _probe(None)
     assert "testjail" not in plain["sandboxes"] and "testplugin-agent" not in plain["agents"]
+    assert "testplugin-stamp" not in plain["extensions"]
     assert "jail" not in plain
 
 
@@ -167,16 +192,19 @@ def test_an_unknown_backend_is_refused_naming_the_installed_ones(plugin_path: Pa
 @needs_bwrap
 def test_run_goes_through_the_plugin_backend(plugin_path: Path, tiny_model: Path,
                                              tmp_path: Path) -> None:
-    """`a2rl run --sandbox testjail --task testplugin-upper`: the run records the backend, the
-    agent (a cmd: command) ran inside it (it saw the marker only that backend sets), and the
-    plug-in task was scored (in the evaluation child, which finds it by its entry point too)."""
+    """`a2rl run --sandbox testjail --task testplugin-upper --extension testplugin-stamp:...`:
+    the run records the backend, the agent (a cmd: command) ran inside it (it saw the marker only
+    that backend sets), the plug-in task was scored (in the evaluation child, which finds it by
+    its entry point too), and the plug-in extension's hooks ran (its file in the workspace, its
+    variable in the agent's environment, its record at the close)."""
     runs = tmp_path / "runs"
     opts = [a for k, v in TINY_TASK.items() for a in ("--task-opt", f"{k}={v}")]
-    agent = 'cmd:echo "jail=${A2RL_TESTJAIL:-none} uid=$(id -u)" | tee code/jail.txt'
+    agent = ('cmd:echo "jail=${A2RL_TESTJAIL:-none} uid=$(id -u)" | tee code/jail.txt; '
+             'echo "$A2RL_STAMP $(cat stamp.txt)" > code/stamp.txt')
     done = subprocess.run(
         [sys.executable, "-m", "a2rl.cli", "run", "--model", str(tiny_model), *opts,
          "--budget", "120", "--runs-dir", str(runs), "--sandbox", "testjail", "--agent", agent,
-         "--task", "testplugin-upper"],
+         "--task", "testplugin-upper", "--extension", "testplugin-stamp:word=hello"],
         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=_env(plugin_path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "A2RL_TESTJAIL" not in os.environ
@@ -189,6 +217,10 @@ def test_run_goes_through_the_plugin_backend(plugin_path: Path, tiny_model: Path
     assert (run_dir / "workspace" / "code" / "jail.txt").read_text() == "jail=1 uid=1000\n"
     assert "jail=1 uid=1000" in (run_dir / "agent" / "transcript.log").read_text()
     assert "sandbox=testjail" in " ".join(done.stdout.split())
+    assert record["config"]["extensions"] == {"testplugin-stamp": {"word": "hello"}}
+    assert (run_dir / "workspace" / "code" / "stamp.txt").read_text() == "hello stamped hello\n"
+    assert json.loads((run_dir / "stamp-closed.json").read_text()) == {"status": "finished",
+                                                                       "word": "hello"}
 
 
 # ---- the plug-in backend meets the sandbox contract -------------------------------------------

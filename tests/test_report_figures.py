@@ -15,7 +15,7 @@ pytest.importorskip("plotly")
 
 from a2rl.records import Experiment  # noqa: E402
 from a2rl.report import _figures as F  # noqa: E402
-from a2rl.report._site import Page  # noqa: E402
+from a2rl.report._html import Page  # noqa: E402
 
 
 def _sub(t_h: float, score: float | None, best: float | None, **kw: Any) -> dict[str, Any]:

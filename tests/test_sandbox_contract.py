@@ -124,8 +124,7 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
     pkg = Path(a2rl.__file__).resolve().parent
     monkeypatch.setenv("HF_HOME", str(host_secret_dir / "hf"))
     masks = sandbox_masks(task_masked=[host_secret_dir / "task-heldout.jsonl"])
-    from a2rl.sandbox import task_mask_hooks
-    from a2rl.tasks import list_tasks
+    from a2rl.tasks import list_tasks, task_mask_hooks
 
     # a2rl's own held-out package data: what the tasks declare, and what the offline sets
     # are called (wherever the task packages keep them)
@@ -256,7 +255,7 @@ def test_budget_stop_reaches_the_agent_and_leaves_nothing_running(
         bridge.stop()
     assert (ws / "code" / "last-words").read_text() == "saved\n"  # once: exactly one SIGTERM
     assert not [p for p in os.listdir("/proc") if p.isdigit() and _mentions(p, str(ws))]
-    from a2rl.sandbox._podman import PodmanSandbox
+    from a2rl.sandbox.backends.podman import PodmanSandbox
 
     if isinstance(sandbox, PodmanSandbox):
         names = subprocess.run(["podman", *(sandbox.global_options or ()), "ps", "-a",

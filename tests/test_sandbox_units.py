@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from a2rl._console import plain_text, safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import plain_text, safe
 from a2rl.agents import get_agent
 from a2rl.sandbox import AllowEntry, EgressProxy, Masks, default_allow_list, start_sandbox
 
@@ -169,7 +169,7 @@ def test_run_reports_escape_agent_text_and_flag_a_shared_network(tmp_path: Path)
 
     from rich.console import Console
 
-    from a2rl._report_console import list_runs, show_run
+    from a2rl.cli._show import list_runs, show_run
     from a2rl.grader import SubmissionRecord
     from a2rl.runner import RunConfig, RunRecord
 

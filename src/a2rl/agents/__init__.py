@@ -14,9 +14,11 @@ from a2rl.agents._registry import (
     get_agent,
     list_agents,
 )
-from a2rl.agents._stream import PARSE_REPORT, read_lines, read_parse_report
+from a2rl.agents._stream import PARSE_REPORT, read_lines, read_parse_report, read_transcript
 
-__all__ = ["BUILTIN_AGENTS", "DEFAULT_AGENT", "PARSE_REPORT", "PASSTHROUGH_ENV", "Agent",
-           "AgentContext", "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind",
-           "ParseReport", "ParseResult", "agent_class", "agents", "detect_cli", "get_agent",
-           "install", "is_installed", "list_agents", "read_lines", "read_parse_report"]
+__all__ = [
+    "BUILTIN_AGENTS", "DEFAULT_AGENT", "PARSE_REPORT", "PASSTHROUGH_ENV", "Agent",
+    "AgentContext", "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind",
+    "ParseReport", "ParseResult", "agent_class", "agents", "detect_cli", "get_agent", "install",
+    "is_installed", "list_agents", "read_lines", "read_parse_report", "read_transcript",
+]

@@ -6,15 +6,17 @@ scripts; `_configs`: config-driven frameworks); the vocabulary of methods is in 
 from a2rl.analysis._analyze import IterationBuilder, LiveSummary, analyze_run, render_markdown
 from a2rl.analysis._audit import contamination
 from a2rl.analysis._launch import CommandReader
-from a2rl.analysis._records import (
+from a2rl.analysis._phases import span_union
+from a2rl.analysis._routes import Detection, analyse_script, route_of, training_kind
+from a2rl.records import (
     Experiment,
     Finding,
     IterationSummary,
     ProcessMetrics,
     RunAnalysis,
 )
-from a2rl.analysis._routes import Detection, analyse_script, route_of, training_kind
 
 __all__ = ["CommandReader", "Detection", "Experiment", "Finding", "IterationBuilder",
            "IterationSummary", "LiveSummary", "ProcessMetrics", "RunAnalysis", "analyse_script",
-           "analyze_run", "contamination", "render_markdown", "route_of", "training_kind"]
+           "analyze_run", "contamination", "render_markdown", "route_of", "span_union",
+           "training_kind"]

@@ -535,7 +535,7 @@ def _measured_seen(run: RunRecord) -> set[str] | None:
 
 def analyze_run(run_dir: Path, *, heldout: list[dict[str, Any]] | None = None) -> RunAnalysis:
     """Compute the analysis of a finished run and (re)write summary.jsonl, summary.md and
-    analysis.json from scratch."""
+    analysis.json from scratch (what extensions add to it: `a2rl.extensions.add_to_analysis`)."""
     run: RunRecord = load_run(run_dir)
     subs = _submissions(run_dir, run)
     builder = IterationBuilder(run_dir, run.task.level if run.task else "L1")
@@ -734,7 +734,6 @@ class LiveSummary:
             self._append("summary.jsonl", final.model_dump_json() + "\n")
             atomic_write_text(self.run_dir / "summary.md", render_markdown(analysis))
             atomic_write_text(self.run_dir / "analysis.json", analysis.model_dump_json(indent=2))
-            _scaffold_section(self.run_dir, analysis)
             return analysis
 
 
@@ -743,16 +742,6 @@ def write_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
     atomic_write_text(run_dir / "summary.jsonl",
                       "".join(it.model_dump_json() + "\n" for it in analysis.iterations))
     atomic_write_text(run_dir / "summary.md", render_markdown(analysis))
-    _scaffold_section(run_dir, analysis)
-
-
-def _scaffold_section(run_dir: Path, analysis: RunAnalysis) -> None:
-    """Scaffold runs: scaffold.json and the scaffold's section of summary.md."""
-    if not (run_dir / "scaffold").is_dir():
-        return
-    from a2rl.analysis._scaffold import write_scaffold_analysis
-
-    write_scaffold_analysis(run_dir, analysis)
 
 
 def render_markdown(a: RunAnalysis) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
-from a2rl.analysis._records import Finding
+from a2rl.records import Finding
 
 # Anything that points at harness state outside the workspace.
 HARNESS_PROBES = [r"ledger\.jsonl", r"\brun\.json\b", r"baseline\.json", r"\.cache/a2rl",
@@ -137,7 +137,7 @@ def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
             continue
         in_given = given is not None and given.holds(qw)
         if seen is not None and not in_given:
-            from a2rl.grader._secret import item_key
+            from a2rl.grader import item_key
 
             in_given = item_key(item) in seen
         (in_train if in_given else matched).append(question[:160])

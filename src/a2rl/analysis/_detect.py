@@ -50,7 +50,7 @@ from a2rl.analysis._methods import (
 )
 
 if TYPE_CHECKING:
-    from a2rl.analysis._configs import FlagDefaults, Settings
+    from a2rl.analysis._settings import FlagDefaults, Settings
 
 FRAMEWORKS = ("trl", "transformers", "peft", "unsloth", "unsloth_zoo", "openrlhf", "verl",
               "llamafactory", "axolotl", "torchtune", "mergekit", "lightning", "pytorch_lightning")
@@ -497,7 +497,7 @@ class _Flags:
 
     # ---- truth -----------------------------------------------------------------------------
     def holds(self, cond: Cond, settings: Settings) -> tuple[bool | None, list[str]]:
-        from a2rl.analysis._configs import truth
+        from a2rl.analysis._settings import truth
 
         if cond[0] == "test":
             _, test, wanted, scope = cond
@@ -521,7 +521,7 @@ class _Flags:
 
     def value(self, expr: ast.AST, scope: ast.AST | None, settings: Settings, depth: int = 0) -> _Value:
         """The value an expression has under the run's settings (MISSING: unknown)."""
-        from a2rl.analysis._configs import MISSING, truth
+        from a2rl.analysis._settings import MISSING, truth
 
         if depth > 10:
             return MISSING, []
@@ -561,7 +561,7 @@ class _Flags:
         return MISSING, []
 
     def call_value(self, expr: ast.Call, scope: ast.AST | None, settings: Settings, depth: int) -> _Value:
-        from a2rl.analysis._configs import MISSING, coerce
+        from a2rl.analysis._settings import MISSING, coerce
 
         chain = _chain(expr.func)
         last = chain[-1] if chain else ""
@@ -605,7 +605,7 @@ class _Flags:
 
     def ref_value(self, expr: ast.AST, scope: ast.AST | None, settings: Settings, depth: int,
                   extra: list[str] | None = None) -> _Value:
-        from a2rl.analysis._configs import MISSING
+        from a2rl.analysis._settings import MISSING
 
         path = _path(expr)
         if path is None:
@@ -639,7 +639,7 @@ class _Flags:
     def bound_value(self, value: ast.expr, scope: ast.AST | None, rest: list[str], settings: Settings,
                     depth: int) -> _Value:
         """The value of `<name>.<rest>` where `<name> = value`."""
-        from a2rl.analysis._configs import MISSING, literal
+        from a2rl.analysis._settings import MISSING, literal
 
         if not rest:
             return self.value(value, scope, settings, depth + 1)
@@ -663,7 +663,7 @@ class _Flags:
                     settings: Settings, depth: int) -> _Value:
         """A parameter: what its callers in this module pass, else what the run's settings say
         (an entry point called by fire / typer / a framework), else its default."""
-        from a2rl.analysis._configs import MISSING, default_of
+        from a2rl.analysis._settings import MISSING, default_of
 
         params = fn.args.posonlyargs + fn.args.args
         index = next((i for i, a in enumerate(params) if a.arg == name), None)
@@ -703,7 +703,7 @@ class _Flags:
 
     @staticmethod
     def agree(values: list[_Value]) -> _Value:
-        from a2rl.analysis._configs import MISSING
+        from a2rl.analysis._settings import MISSING
 
         first = values[0][0]
         sources = [s for _, ss in values for s in ss]
@@ -816,7 +816,7 @@ class _ScriptReader:
 
     # ---- passes ----------------------------------------------------------------------------
     def imports(self) -> None:
-        from a2rl.analysis._configs import code_defaults
+        from a2rl.analysis._settings import code_defaults
 
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import):
@@ -1258,7 +1258,7 @@ class _ScriptReader:
             return
         if not _ENTRY_MODULE.search(module) and not (module.endswith("axolotl.train")):
             return
-        from a2rl.analysis._configs import entry_module_method
+        from a2rl.analysis._methods import entry_module_method
 
         method = entry_module_method(module)
         if method:
@@ -1382,7 +1382,7 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
     analyses of modules already read (by path); `settle=False` leaves a parameter update of
     unnamed objective as it is, for a caller that still adds what the command or its config
     trains."""
-    from a2rl.analysis._configs import Settings
+    from a2rl.analysis._settings import Settings
 
     if read_module is None and not stack:
         read_module = _disk_reader(path, source)
@@ -1508,7 +1508,7 @@ def _hydra_config(tree: ast.Module, path: str) -> str | None:
 def _verl_estimator(tree: ast.Module, result: Detection) -> None:
     """verl's RayPPOTrainer: the advantage estimator set in the script (an assignment to
     `…adv_estimator` or an `algorithm.adv_estimator=…` override string) names the algorithm."""
-    from a2rl.analysis._configs import verl_estimator_method
+    from a2rl.analysis._methods import verl_estimator_method
 
     for node in ast.walk(tree):
         value: str | None = None

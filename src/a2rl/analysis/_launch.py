@@ -17,7 +17,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from a2rl.analysis._configs import (
-    Settings,
     config_detection,
     hf_args_peft,
     load_config,
@@ -29,6 +28,7 @@ from a2rl.analysis._configs import (
 )
 from a2rl.analysis._detect import Detection, ModuleReader, analyse_script, decide_peft
 from a2rl.analysis._methods import TRAINING
+from a2rl.analysis._settings import Settings
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
 _REDIRECTS = {">", ">>", "<", ">&", "&>", "<<", "<<<", ">|", "&>>"}
@@ -456,7 +456,8 @@ class CommandReader:
     def _verl_config(self, d: Detection, args: list[str]) -> None:
         """A script that builds verl's RayPPOTrainer: the estimator comes from the command's
         overrides, else from the Hydra config its `@hydra.main` names."""
-        from a2rl.analysis._configs import overrides, verl_estimator_method
+        from a2rl.analysis._configs import overrides
+        from a2rl.analysis._methods import verl_estimator_method
 
         est = overrides(args).get("algorithm.adv_estimator")
         where = f"override algorithm.adv_estimator={est}"

@@ -161,3 +161,48 @@ def primary_method(methods: set[str] | frozenset[str]) -> str | None:
         if found:
             return found[0]
     return None
+
+
+# ---- framework entry points: the method each one trains --------------------------------
+
+VERL_ESTIMATORS = {"gae": "PPO", "grpo": "GRPO", "grpo_passk": "GRPO", "grpo_vectorized": "GRPO",
+                    "drgrpo": "GRPO", "dr_grpo": "GRPO", "gpg": "GRPO", "optimal_token_baseline":
+                    "GRPO", "rloo": "RLOO", "rloo_vectorized": "RLOO", "reinforce_plus_plus":
+                    "REINFORCE", "reinforce_plus_plus_baseline": "REINFORCE", "remax": "ReMax",
+                    "opo": "OPO"}
+OPENRLHF_CLI = {"train_sft": "SFT", "train_vl_sft": "SFT", "train_dpo": "DPO",
+                 "train_vl_dpo": "DPO", "train_kto": "KTO", "train_rm": "reward model",
+                 "train_prm": "PRM", "train_ppo": "PPO", "train_ppo_ray": "PPO",
+                 "train_search_ppo": "PPO", "train_grpo": "GRPO", "train_grpo_ray": "GRPO",
+                 "train_kd": "distillation", "train_opd": "distillation"}
+TRL_CLI = {"sft": "SFT", "dpo": "DPO", "grpo": "GRPO", "kto": "KTO", "rloo": "RLOO",
+            "reward": "reward model", "ppo": "PPO", "orpo": "ORPO", "cpo": "CPO", "bco": "BCO",
+            "gkd": "distillation", "xpo": "XPO", "nash_md": "NashMD", "online_dpo": "OnlineDPO",
+            "prm": "PRM"}
+
+VERL_RECIPES = {"dapo": "GRPO", "gspo": "GRPO", "grpo": "GRPO", "prime": "RLOO", "spin": "DPO",
+                 "sppo": "DPO", "retool": "GRPO", "entropy": "GRPO", "remax": "ReMax"}
+"""verl recipe names -> the method their entry point trains when no estimator is given."""
+
+
+def verl_estimator_method(value: str) -> str:
+    return VERL_ESTIMATORS.get(value.strip().strip("'\"").lower(), "PPO")
+
+
+def entry_module_method(module: str) -> str | None:
+    """Method of a framework entry-point module (`openrlhf.cli.train_dpo` -> DPO)."""
+    last = module.rsplit(".", 1)[-1]
+    if module.startswith("openrlhf"):
+        return OPENRLHF_CLI.get(last)
+    if module.startswith("verl") or module.startswith("recipe"):
+        if "sft" in last:
+            return "SFT"
+        if last.startswith("main_ppo") or last in ("main_remax", "main_agent_ppo"):
+            return "PPO"
+        if module.startswith("recipe") and last.startswith("main_"):
+            # verl's recipes (recipe/<name>/main_<name>.py) run the RL loop of that recipe
+            return VERL_RECIPES.get(last.removeprefix("main_"), "PPO")
+        return None
+    if module.startswith("trl.scripts"):
+        return TRL_CLI.get(last)
+    return None

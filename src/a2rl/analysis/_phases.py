@@ -120,7 +120,7 @@ def command_phase(command: str, reader: CommandReader, failed_before: set[str]) 
     return None
 
 
-def _union(intervals: list[tuple[float, float]]) -> float:
+def span_union(intervals: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")
     for a, b in sorted(intervals):
         if b <= end:
@@ -148,7 +148,7 @@ def phase_times(events: list[ExecEvent], reader: CommandReader,
             continue
         labelled.append((ev, phase))
         spans[phase].append((ev.start_s, ev.end_s if ev.end_s is not None else horizon))
-    return labelled, {p: round(_union(v), 2) for p, v in spans.items() if v}
+    return labelled, {p: round(span_union(v), 2) for p, v in spans.items() if v}
 
 
 def turn_phases(events: list[AgentEvent], reader: CommandReader,

@@ -37,7 +37,7 @@ def main() -> None:
     except A2RLError as exc:
         from rich.markup import escape
 
-        from a2rl._report_console import make_console
+        from a2rl._console import make_console
 
         err = make_console(stderr=True)  # messages may hold [brackets] (lists, actions): not markup
         err.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)

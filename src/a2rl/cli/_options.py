@@ -31,7 +31,7 @@ def _engine_options(engine: str, eval_gpus: str | None,
     from a2rl._errors import A2RLError
 
     if engine not in ("auto", "transformers", "vllm"):
-        from a2rl.inference._registry import engine_names
+        from a2rl.inference import engine_names
 
         if engine not in engine_names():
             raise A2RLError(f"unknown --engine {engine!r}",

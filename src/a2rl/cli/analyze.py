@@ -13,9 +13,10 @@ from a2rl.cli._options import RunsDir, _find_run
 def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
             runs_dir: RunsDir = None) -> None:
     """(Re)compute summary.md, summary.jsonl and analysis.json of a run from its records."""
+    from a2rl._console import make_console, safe
     from a2rl._errors import A2RLError
-    from a2rl._report_console import make_console, safe
     from a2rl.analysis import analyze_run
+    from a2rl.extensions import add_to_analysis
     from a2rl.grader import restore_task
     from a2rl.runner import load_run
 
@@ -29,6 +30,7 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
             make_console(stderr=True).print(f"[yellow]held-out items unavailable "
                                        f"({safe(exc.message)}); contamination is not checked[/]")
     analysis = analyze_run(path, heldout=heldout)
+    add_to_analysis(path, analysis)
     console = make_console()
     console.print(safe(f"route {analysis.route}; methods "
                        f"{', '.join(analysis.methods_attempted) or 'none'}; "

@@ -52,7 +52,8 @@ def tasks_list() -> None:
 @tasks_app.command("show")
 def tasks_show(task: Annotated[str, typer.Argument(help="Task name (a2rl tasks list).")]) -> None:
     """A task's options (--task-opt key=value): type, default and what each one does."""
-    from a2rl._report_console import make_console, show_task_options
+    from a2rl._console import make_console
+    from a2rl.cli._show import show_task_options
     from a2rl.tasks import task_class
 
     show_task_options(task_class(task), make_console())
@@ -76,9 +77,8 @@ def agents_list() -> None:
 
     from rich.table import Table
 
-    from a2rl._report_console import make_console
-    from a2rl.agents import get_agent, list_agents
-    from a2rl.agents._cli import CLIAgent, is_installed
+    from a2rl._console import make_console
+    from a2rl.agents import CLIAgent, get_agent, is_installed, list_agents
 
     table = Table("agent", "CLI (pinned)", "installed", "credentials (✔ set)", "description")
     for name in list_agents():
@@ -105,8 +105,7 @@ def agents_install(
     """Install pinned agent CLIs (npm/pip) into the a2rl cache ($A2RL_AGENTS_DIR or
     $A2RL_HOME/agents); only that folder is mounted, read-only, into the sandbox."""
     from a2rl._errors import A2RLError
-    from a2rl.agents import get_agent, list_agents
-    from a2rl.agents._cli import CLIAgent, install
+    from a2rl.agents import CLIAgent, get_agent, install, list_agents
 
     if names == ["all"]:
         names = [n for n in list_agents() if isinstance(get_agent(n) if not n.startswith("cmd:")

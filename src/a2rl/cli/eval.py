@@ -50,7 +50,7 @@ def eval_cmd(
         raise A2RLError("give exactly one of --model and --predictions",
                         f"a2rl eval --task {task} --model smollm2-135m, or --predictions preds.jsonl")
     if model is not None:
-        from a2rl.inference._registry import use_engine_in_command
+        from a2rl.inference import use_engine_in_command
 
         use_engine_in_command(engine, memory_fraction=_engine_options(
             engine, None, vllm_memory)["vllm_memory"])  # type: ignore[arg-type]

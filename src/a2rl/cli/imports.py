@@ -15,7 +15,7 @@ import_app = typer.Typer(help="Bring in a run made by another harness as an a2rl
 
 
 def _imported(path: Path, analyze_after: bool) -> None:
-    from a2rl._report_console import make_console
+    from a2rl._console import make_console
     from a2rl.records import load_run
 
     record = load_run(path)
@@ -32,8 +32,10 @@ def _imported(path: Path, analyze_after: bool) -> None:
     console.print(f"wrote {path}")
     if analyze_after:
         from a2rl.analysis import analyze_run
+        from a2rl.extensions import add_to_analysis
 
         analysis = analyze_run(path, heldout=None)
+        add_to_analysis(path, analysis)
         console.print(f"route {analysis.route}; {len(analysis.experiments)} experiment(s); "
                       f"wrote {path / 'analysis.json'}")
 
@@ -53,8 +55,7 @@ def import_posttrainbench(
     """Import a PostTrainBench run (its timestamped agent trace, task/ folder and final score),
     or every run under a results folder."""
     from a2rl._errors import A2RLError
-    from a2rl.importers import posttrainbench
-    from a2rl.importers._common import find_runs
+    from a2rl.importers import find_runs, posttrainbench
 
     folders = find_runs(folder, "solve_out.txt") or [folder]
     if len(folders) > 1 and run_id:
@@ -79,8 +80,7 @@ def import_rdagent(
     """Import an RD-Agent AutoRL-Bench run (workspace, scores.json, agent stream), or every run
     under a workspace root."""
     from a2rl._errors import A2RLError
-    from a2rl.importers import rdagent
-    from a2rl.importers._common import find_runs
+    from a2rl.importers import find_runs, rdagent
 
     folders = find_runs(folder, "scores.json") or [folder]
     if len(folders) > 1 and run_id:

@@ -15,7 +15,7 @@ engines_app = typer.Typer(help="Inference engines: list them, install vLLM in a 
 def engines_list() -> None:
     """Each engine, where it is installed, and whether it works there (what --engine auto
     would pick comes first)."""
-    from a2rl.inference._registry import describe_engines
+    from a2rl.inference import describe_engines
 
     for line in describe_engines():
         typer.echo(line)
@@ -35,7 +35,7 @@ def engines_install(
     """Create a venv holding the engine and a2rl's requirements (never a2rl itself: the
     evaluation runs this checkout's source there), check that it works, and record it so
     --engine auto finds it."""
-    from a2rl.inference._venv import install_engine
+    from a2rl.inference import install_engine
 
     chosen = None if extras is None else [e.strip() for e in extras.split(",") if e.strip()]
     install_engine(name, cpu=cpu, path=path.absolute() if path else None, extras=chosen,

@@ -33,8 +33,8 @@ def rollout(
     import os
     import sys
 
+    from a2rl._console import make_console
     from a2rl._errors import A2RLError
-    from a2rl._report_console import make_console
     from a2rl.models import check_model_dir
     from a2rl.tasks import EPISODES_FILE, InteractiveTask, get_task
 
@@ -49,7 +49,7 @@ def rollout(
     if not isinstance(t, InteractiveTask):
         raise A2RLError(f"task {task!r} is not interactive", "a2rl rollout works with L3 tasks")
     check_model_dir(model)  # the checks the grader applies to a submission, before loading it
-    from a2rl.inference._registry import use_engine_in_command
+    from a2rl.inference import use_engine_in_command
 
     use_engine_in_command(str(_engine_options(engine, None, None)["engine"]))
     default = data_dir / EPISODES_FILE

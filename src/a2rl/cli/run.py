@@ -35,8 +35,9 @@ def run(
                                                        "task.")] = None,
     no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Same as --sandbox none "
                                              "(recorded as unsandboxed).")] = False,
-    sandbox: Annotated[str, typer.Option(help="Sandbox backend: bwrap, podman, or none "
-                                         "(unsandboxed, recorded).")] = "bwrap",
+    sandbox: Annotated[str, typer.Option(help="Sandbox backend: bwrap, podman, none "
+                                         "(unsandboxed, recorded), or one an installed "
+                                         "plug-in registers.")] = "bwrap",
     allow_host: Annotated[list[str] | None, typer.Option(
         help="Network allowlist: also allow this host (host, host:port or *.domain).")] = None,
     agent_procs: Annotated[int | None, typer.Option(help="Most processes and threads the "
@@ -77,6 +78,9 @@ def run(
     scaffold_opt: Annotated[list[str] | None, typer.Option(help="key=value for the scaffold "
                             "(llm_base_url, llm_model, reviewer=person, revision_every=2, ...; "
                             "`a2rl schema run` lists them).")] = None,
+    extension: Annotated[list[str] | None, typer.Option(
+        help="A run extension an installed plug-in registers, with its options: NAME or "
+             "NAME:key=value,key=value (JSON values); repeatable.")] = None,
     agent_dir: Annotated[list[Path] | None, typer.Option(
         help="Host folder the agent needs (its scripts, prompts), mounted read-only in the "
              "sandbox; repeatable. The folder of a script named in cmd:'…' is mounted "
@@ -106,7 +110,8 @@ def run(
                                         min_interval),
                      **_engine_options(engine, eval_gpus, vllm_memory),
                      **_limit_options(agent_procs, agent_memory, agent_file_size),
-                     **_scaffold_option(scaffold, scaffold_opt)},
+                     **_scaffold_option(scaffold, scaffold_opt),
+                     **_extension_option(extension)},
             agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
             study=study, log_to=log_to)
 
@@ -114,10 +119,37 @@ def run(
 def _limit_options(procs: int | None, memory: str | None,
                    file_size: str | None) -> dict[str, object]:
     """--agent-procs/--agent-memory/--agent-file-size as RunConfig fields (checked here)."""
-    from a2rl.sandbox._limits import Limits
+    from a2rl.sandbox import Limits
 
     Limits.from_options(procs, memory, file_size)
     return {"agent_procs": procs, "agent_memory": memory, "agent_file_size": file_size}
+
+
+def _extension_option(values: list[str] | None) -> dict[str, object]:
+    """--extension NAME[:key=value,...] as `RunConfig.extensions` (a name given twice gathers
+    its options); which names exist is checked by the run, before any run folder exists."""
+    import json
+
+    from a2rl._errors import A2RLError
+
+    found: dict[str, dict[str, object]] = {}
+    for value in values or []:
+        name, _, rest = value.partition(":")
+        name = name.strip()
+        if not name:
+            raise A2RLError(f"--extension {value!r} names no extension",
+                            "use --extension NAME or --extension NAME:key=value,key=value")
+        options = found.setdefault(name, {})
+        for pair in filter(None, (p.strip() for p in rest.split(","))):
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip():
+                raise A2RLError(f"--extension {value!r}: {pair!r} is not key=value",
+                                "use --extension NAME:key=value,key=value")
+            try:
+                options[key.strip()] = json.loads(raw)
+            except json.JSONDecodeError:
+                options[key.strip()] = raw
+    return {"extensions": found} if found else {}
 
 
 def _scaffold_option(components: str | None, options: list[str] | None) -> dict[str, object]:
@@ -142,7 +174,7 @@ def review(
 ) -> None:
     """Review the plan a scaffold run's agent submitted (--scaffold plan-review with
     --scaffold-opt reviewer=person): shows it, records your verdict for the agent."""
-    from a2rl.extensions.scaffold._review_cli import review_run
+    from a2rl.extensions.scaffold import review_run
 
     review_run(run_dir, verdict=verdict, rationale=rationale, changes=change or [])
 
@@ -180,9 +212,10 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             grading: dict[str, object] | None = None,
             agent_dirs: list[str] | None = None, study: str | None = None,
             log_to: str | None = None) -> object:
+    from a2rl._console import make_console
     from a2rl._errors import A2RLError
-    from a2rl._report_console import make_console, show_run
     from a2rl._util import parse_duration
+    from a2rl.cli._show import show_run
     from a2rl.runner import RunConfig
     from a2rl.runner import run as run_fn
 

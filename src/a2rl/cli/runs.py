@@ -11,7 +11,7 @@ import typer
 from a2rl.cli._options import RunsDir, _find_run, _runs_dir
 
 if TYPE_CHECKING:
-    from a2rl.runner._prune import RunEntry
+    from a2rl.runner.prune import RunEntry
 
 
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
@@ -36,7 +36,8 @@ def runs_list(runs_dir: RunsDir = None,
         for path, why in bad:  # stderr, so the table on stdout stays machine-readable
             typer.echo(f"unreadable run {path}: {why}", err=True)
         return
-    from a2rl._report_console import list_runs, make_console
+    from a2rl._console import make_console
+    from a2rl.cli._show import list_runs
 
     list_runs(_runs_dir(runs_dir), make_console())
 
@@ -45,7 +46,8 @@ def runs_list(runs_dir: RunsDir = None,
 def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
               runs_dir: RunsDir = None) -> None:
     """Everything recorded about one run (a multi run: each of its tasks' runs)."""
-    from a2rl._report_console import make_console, show_run
+    from a2rl._console import make_console
+    from a2rl.cli._show import show_run
     from a2rl.runner import load_run
 
     console = make_console()
@@ -70,8 +72,9 @@ def runs_repair(run: Annotated[str, typer.Argument(help="Run id, or path to a ru
                 runs_dir: RunsDir = None) -> None:
     """Close the record of a run whose harness died (SIGKILL, out of memory, a lost node):
     submissions and best from its ledger, exit reason harness_died, leftover processes killed."""
-    from a2rl._report_console import make_console, show_run
-    from a2rl.runner._lifecycle import repair_run
+    from a2rl._console import make_console
+    from a2rl.cli._show import show_run
+    from a2rl.runner import repair_run
 
     path = _find_run(run, runs_dir)
     notes: list[str] = []
@@ -94,7 +97,7 @@ def runs_rm(runs: Annotated[list[str], typer.Argument(help="Run ids (or unique p
     """Delete recorded runs (run directory, workspace, ledger, artifacts). A live run is never
     removed; a multi run is removed with all its tasks."""
     from a2rl._errors import A2RLError
-    from a2rl.runner._prune import entry
+    from a2rl.runner.prune import entry
 
     base = _runs_dir(runs_dir)
     entries = [entry(_find_run(r, runs_dir)) for r in runs]
@@ -122,7 +125,7 @@ def runs_prune(
     """Delete every run matching all the filters given (at least --failed or --older-than);
     live runs are always kept."""
     from a2rl._errors import A2RLError
-    from a2rl.runner._prune import all_runs, parse_age, select_prune
+    from a2rl.runner.prune import all_runs, parse_age, select_prune
 
     if not failed and older_than is None:
         raise A2RLError("`a2rl runs prune` needs a filter",
@@ -138,7 +141,7 @@ def runs_prune(
 
 def _remove_runs(entries: list[RunEntry], base: Path, *, dry_run: bool, yes: bool) -> None:
     from a2rl._errors import A2RLError
-    from a2rl.runner._prune import plan, remove
+    from a2rl.runner.prune import plan, remove
 
     # records name the folders of a multi run: only real folders inside the runs dir go
     paths, refused = plan(entries, base)

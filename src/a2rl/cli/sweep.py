@@ -29,8 +29,8 @@ def sweep(
 ) -> None:
     """Run a matrix of cells (tasks × agents × drivers × modes × models × repeats) on a local
     pool, Ray or Slurm; `a2rl sweep status DIR` shows each cell's state. Rerunning resumes."""
+    from a2rl._console import make_console
     from a2rl._errors import A2RLError
-    from a2rl._report_console import make_console
     from a2rl.sweep import load_matrix, run_sweep, show_status
 
     if target[0] == "status":
@@ -43,7 +43,7 @@ def sweep(
         if len(target) != 2:
             raise A2RLError("`a2rl sweep plan` takes one matrix file",
                             "a2rl sweep plan examples/sweeps/slurm.yaml [--dir SWEEP_DIR]")
-        from a2rl.sweep._plan import plan, show_plan
+        from a2rl.sweep import plan, show_plan
 
         planned = load_matrix(Path(target[1]))
         show_plan(planned, plan(planned, dir), make_console())
@@ -55,7 +55,7 @@ def sweep(
         if backend is not None or log_to is not None:
             raise A2RLError("--as-job reads everything from the matrix file",
                             "put backend: and log: in the matrix instead of --backend/--log-to")
-        from a2rl.sweep._driver import submit_driver
+        from a2rl.sweep import submit_driver
 
         planned = load_matrix(Path(target[0]))
         job = submit_driver(Path(target[0]), dir or Path("sweeps") / (planned.name or "sweep"),

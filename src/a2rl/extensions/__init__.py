@@ -29,7 +29,7 @@ from a2rl._plugins import Registry
 from a2rl.extensions._protocol import AgentLaunch, ReportSection, RunExtension, TaskPart
 
 if TYPE_CHECKING:
-    from a2rl.records import RunConfig, RunRecord
+    from a2rl.records import RunAnalysis, RunConfig, RunRecord
 
 BUILTIN = {
     "exec-trace": "a2rl.extensions.exec_trace._extension",
@@ -78,19 +78,29 @@ def submit_refusals(active: list[type[RunExtension]]) -> dict[str, str]:
     return out
 
 
-def report_sections(record: RunRecord, run_dir: Path) -> list[ReportSection]:
-    """What the extensions of a recorded run add to its report. An extension the record names
-    that is not installed here is left out (the run may come from another machine)."""
-    sections: list[ReportSection] = []
+def recorded(record: RunRecord) -> list[type[RunExtension]]:
+    """The extensions a recorded run used, in hook order. One the record names that is not
+    installed here is left out (the run may come from another machine)."""
     names = [*BUILTIN, *(n for n in record.config.extensions if n not in BUILTIN)]
-    for name in names:
-        if name not in extensions:
-            continue
-        cls = extension_class(name)
-        if cls.enabled(record.config):
-            sections += cls.report_sections(run_dir, record)
-    return sections
+    classes = [extension_class(name) for name in names if name in extensions]
+    return [cls for cls in classes if cls.enabled(record.config)]
+
+
+def report_sections(record: RunRecord, run_dir: Path) -> list[ReportSection]:
+    """What the extensions of a recorded run add to its report."""
+    return [section for cls in recorded(record) for section in cls.report_sections(run_dir, record)]
+
+
+def add_to_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
+    """What the extensions of a recorded run add to its rewritten analysis (`a2rl analyze`,
+    imports); the run's record is read from `run_dir`."""
+    from a2rl.records import load_run
+
+    record = load_run(run_dir)
+    for cls in recorded(record):
+        cls.add_to_analysis(run_dir, record, analysis)
 
 
 __all__ = ["BUILTIN", "AgentLaunch", "ReportSection", "RunExtension", "TaskPart",
-           "extension_class", "extensions", "report_sections", "select", "submit_refusals"]
+           "add_to_analysis", "extension_class", "extensions", "recorded", "report_sections",
+           "select", "submit_refusals"]

@@ -35,9 +35,12 @@ In the order the runner calls them:
 - `run_closing(part)`: last of the part; diagnostics that read the closed run (tracking).
 - `close()`: once, after every part of the run is closed.
 
-`report_sections(run_dir, record)` (a class method) is read by reports of a finished run
-(`a2rl.extensions.report_sections`); `submit_flags` declares /submit fields an extension's own
-/submit route reads, so that a run without it refuses them as before.
+`add_to_analysis(run_dir, record, analysis)` (a class method) adds the extension's part to the
+analysis of a recorded run that `a2rl analyze` or an import rewrote
+(`a2rl.extensions.add_to_analysis`); `report_sections(run_dir, record)` (a class method) is read
+by reports of a finished run (`a2rl.extensions.report_sections`); `submit_flags` declares
+/submit fields an extension's own /submit route reads, so that a run without it refuses them
+as before.
 
 One instance serves one run, that is one agent; a `multi` run has several task parts (each
 its own run folder, grader and record), so part hooks get the part they concern.
@@ -222,6 +225,11 @@ class RunExtension:
         """Every part of the run is closed."""
 
     # -- reading a finished run ---------------------------------------------------------------
+    @classmethod
+    def add_to_analysis(cls, run_dir: Path, record: RunRecord, analysis: RunAnalysis) -> None:
+        """A recorded run's analysis was (re)written by `a2rl analyze` or an import: write this
+        extension's own part of it (a live run reaches `analysis_written` instead)."""
+
     @classmethod
     def report_sections(cls, run_dir: Path, record: RunRecord) -> list[ReportSection]:
         """Sections for the report of a run this extension took part in."""

@@ -16,13 +16,31 @@ if TYPE_CHECKING:
         resolve_submission,
         snapshot_submission,
     )
-    from a2rl.grader._baseline import BaselineRecord, score_baseline
-    from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, EvalJob, run_evaluation
+    from a2rl.grader._baseline import BaselineRecord, baseline_cache_key, score_baseline
+    from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, run_evaluation
     from a2rl.grader._grader import Grader, GraderConfig, GraderEvents, read_final
     from a2rl.grader._items import item_values
     from a2rl.grader._ledger import Ledger
-    from a2rl.grader._records import (
+    from a2rl.grader._secret import (
+        item_key,
+        public_fingerprint,
+        redacted_params,
+        redacted_spec,
+        restore_task,
+        secret_fields,
+    )
+    from a2rl.grader._server import (
+        GraderServer,
+        PublicSubmission,
+        SubmitRequest,
+        create_app,
+        parse_submit,
+        visible_submission,
+    )
+    from a2rl.grader._stats import ScoreInterval, score_interval
+    from a2rl.records import (
         BestSoFar,
+        EvalJob,
         FinalDesignation,
         FinalMode,
         FinalResult,
@@ -32,43 +50,48 @@ if TYPE_CHECKING:
         SubmissionStatus,
         SubmitResponse,
     )
-    from a2rl.grader._secret import public_fingerprint, redacted_params, restore_task
-    from a2rl.grader._server import GraderServer, create_app
-    from a2rl.grader._stats import ScoreInterval, score_interval
 
 _HOMES = {
+    "baseline_cache_key": "a2rl.grader._baseline",
     "BaselineRecord": "a2rl.grader._baseline",
-    "BestSoFar": "a2rl.grader._records",
-    "EVALUATOR_VERSION": "a2rl.grader._evaluation",
+    "BestSoFar": "a2rl.records",
+    "create_app": "a2rl.grader._server",
     "EvalFailed": "a2rl.grader._evaluation",
-    "EvalJob": "a2rl.grader._evaluation",
-    "FinalDesignation": "a2rl.grader._records",
-    "FinalMode": "a2rl.grader._records",
-    "FinalResult": "a2rl.grader._records",
+    "EvalJob": "a2rl.records",
+    "EVALUATOR_VERSION": "a2rl.grader._evaluation",
+    "FinalDesignation": "a2rl.records",
+    "FinalMode": "a2rl.records",
+    "FinalResult": "a2rl.records",
     "Grader": "a2rl.grader._grader",
     "GraderConfig": "a2rl.grader._grader",
     "GraderEvents": "a2rl.grader._grader",
     "GraderServer": "a2rl.grader._server",
-    "KeepArtifacts": "a2rl.grader._records",
+    "item_key": "a2rl.grader._secret",
     "item_values": "a2rl.grader._items",
+    "KeepArtifacts": "a2rl.records",
     "Ledger": "a2rl.grader._ledger",
-    "ScoreInterval": "a2rl.grader._stats",
-    "StatusResponse": "a2rl.grader._records",
-    "SubmissionRecord": "a2rl.grader._records",
-    "SubmissionRejected": "a2rl.grader._artifact",
-    "SubmissionStatus": "a2rl.grader._records",
-    "SubmitResponse": "a2rl.grader._records",
-    "create_app": "a2rl.grader._server",
     "open_submission": "a2rl.grader._artifact",
+    "parse_submit": "a2rl.grader._server",
     "public_fingerprint": "a2rl.grader._secret",
+    "PublicSubmission": "a2rl.grader._server",
     "read_final": "a2rl.grader._grader",
     "redacted_params": "a2rl.grader._secret",
+    "redacted_spec": "a2rl.grader._secret",
     "resolve_submission": "a2rl.grader._artifact",
     "restore_task": "a2rl.grader._secret",
     "run_evaluation": "a2rl.grader._evaluation",
     "score_baseline": "a2rl.grader._baseline",
     "score_interval": "a2rl.grader._stats",
+    "ScoreInterval": "a2rl.grader._stats",
+    "secret_fields": "a2rl.grader._secret",
     "snapshot_submission": "a2rl.grader._artifact",
+    "StatusResponse": "a2rl.records",
+    "SubmissionRecord": "a2rl.records",
+    "SubmissionRejected": "a2rl.grader._artifact",
+    "SubmissionStatus": "a2rl.records",
+    "SubmitRequest": "a2rl.grader._server",
+    "SubmitResponse": "a2rl.records",
+    "visible_submission": "a2rl.grader._server",
 }
 """Where each public name is defined."""
 
@@ -82,36 +105,13 @@ def __getattr__(name: str) -> Any:
     return value
 
 __all__ = [
-    "EVALUATOR_VERSION",
-    "BaselineRecord",
-    "BestSoFar",
-    "EvalFailed",
-    "EvalJob",
-    "FinalDesignation",
-    "FinalMode",
-    "FinalResult",
-    "KeepArtifacts",
-    "ScoreInterval",
-    "Grader",
-    "GraderConfig",
-    "GraderEvents",
-    "GraderServer",
-    "Ledger",
-    "StatusResponse",
-    "SubmissionRecord",
-    "SubmissionRejected",
-    "SubmissionStatus",
-    "SubmitResponse",
-    "create_app",
-    "item_values",
-    "open_submission",
-    "public_fingerprint",
-    "redacted_params",
-    "read_final",
-    "restore_task",
-    "resolve_submission",
-    "run_evaluation",
-    "score_interval",
-    "score_baseline",
-    "snapshot_submission",
+    "EVALUATOR_VERSION", "BaselineRecord", "BestSoFar", "EvalFailed", "EvalJob",
+    "FinalDesignation", "FinalMode", "FinalResult", "Grader", "GraderConfig", "GraderEvents",
+    "GraderServer", "KeepArtifacts", "Ledger", "PublicSubmission", "ScoreInterval",
+    "StatusResponse", "SubmissionRecord", "SubmissionRejected", "SubmissionStatus",
+    "SubmitRequest", "SubmitResponse", "baseline_cache_key", "create_app", "item_key",
+    "item_values", "open_submission", "parse_submit", "public_fingerprint", "read_final",
+    "redacted_params", "redacted_spec", "resolve_submission", "restore_task", "run_evaluation",
+    "score_baseline", "score_interval", "secret_fields", "snapshot_submission",
+    "visible_submission",
 ]

@@ -14,18 +14,15 @@ from a2rl.grader._artifact import folder_content_key
 from a2rl.grader._evaluation import (
     EVALUATOR_VERSION,
     EvalFailed,
-    EvalJob,
-    Split,
     read_item_values,
     run_evaluation,
 )
 from a2rl.grader._items import ItemValues, unseen_score
-from a2rl.grader._records import FinalMode
 from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import score_interval
-from a2rl.inference._registry import engine_cache_key
+from a2rl.inference import engine_cache_key
 from a2rl.models import ResolvedModel
-from a2rl.records import BaselineRecord
+from a2rl.records import BaselineRecord, EvalJob, FinalMode, Split
 from a2rl.tasks import EvalOutcome, Task
 
 

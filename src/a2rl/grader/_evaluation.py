@@ -15,42 +15,20 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from a2rl.grader._items import ItemValues
 from a2rl.grader._secret import redacted_spec
-from a2rl.inference._registry import child_env, child_python
-from a2rl.inference._registry import selected as selected_engine
-from a2rl.records._engine import EngineInfo
-from a2rl.tasks import EvalOutcome, TaskSpec
+from a2rl.inference import child_env, child_python
+from a2rl.inference import selected as selected_engine
+from a2rl.records import EvalJob
+from a2rl.tasks import EvalOutcome
 
 EVALUATOR_VERSION = "2"
 """Bump when the evaluation harness (not a task) changes in a way that can move scores."""
 
-Split = Literal["all", "dev", "test"]
 _MAX_ITEMS_FILE = 64 << 20
-
-
-class EvalJob(BaseModel):
-    task: TaskSpec
-    """What to evaluate with (the options include secrets: this object never goes to disk)."""
-    model_dir: str
-    chat_template_from: str | None
-    out_dir: str
-    split: Split = "all"
-    """all held-out items, or the dev / hidden test half of the grader's keyed split."""
-    test_fraction: float = Field(0.5, gt=0.0, lt=1.0)
-    """Share of the held-out items in the hidden test split."""
-    secret_fields: list[str] = Field(default_factory=list)
-    """Task options left out of the job file on disk (the held-out seed)."""
-    engine: EngineInfo | None = None
-    """The engine the child generates with, its interpreter and devices (None: the one
-    selected in this process by the run, else transformers in a2rl's environment)."""
-    snapshot: bool = False
-    """model_dir is a submission's snapshot: the child checks it holds only regular files that
-    name no file outside it before loading (a2rl.grader._artifact.verify_snapshot)."""
 
 
 class EvalFailed(Exception):

@@ -26,12 +26,16 @@ from a2rl.grader._artifact import (
     snapshot_submission,
 )
 from a2rl.grader._baseline import BaselineRecord
-from a2rl.grader._evaluation import EvalFailed, EvalJob, read_item_values, run_evaluation
+from a2rl.grader._evaluation import EvalFailed, read_item_values, run_evaluation
 from a2rl.grader._items import ItemValues, unseen_score
 from a2rl.grader._ledger import Ledger
-from a2rl.grader._records import (
+from a2rl.grader._secret import public_fingerprint, secret_fields
+from a2rl.grader._stats import is_significant, paired_difference, score_interval
+from a2rl.models import ResolvedModel, weights_bytes
+from a2rl.records import (
     TERMINAL_STATUSES,
     BestSoFar,
+    EvalJob,
     FinalDesignation,
     FinalMode,
     FinalResult,
@@ -41,9 +45,6 @@ from a2rl.grader._records import (
     SubmissionRecord,
     SubmitResponse,
 )
-from a2rl.grader._secret import public_fingerprint, secret_fields
-from a2rl.grader._stats import is_significant, paired_difference, score_interval
-from a2rl.models import ResolvedModel, weights_bytes
 from a2rl.tasks import EvalOutcome, Task
 
 Evaluator = Callable[..., EvalOutcome]

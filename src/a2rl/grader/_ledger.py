@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from a2rl._util import utcnow
-from a2rl.grader._records import BestSoFar, SubmissionRecord
+from a2rl.records import BestSoFar, SubmissionRecord
 
 
 class Ledger:

@@ -1,4 +1,4 @@
-"""The grader's installation key: keyed fingerprints, redacted task options, the dev/test split.
+"""Keyed fingerprints, redacted task options and the dev/test split, all under the grader key.
 
 A held-out seed is a small integer, so a plain sha256 of it (or of anything built from it and
 public data) is reversed by trying every seed. Everything the grader writes about the held-out set
@@ -10,57 +10,11 @@ of any run ever touches it.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import os
-import secrets
-from pathlib import Path
 from typing import Any
 
-from a2rl._paths import cache_dir
-from a2rl._util import stable_hash
+from a2rl._secrets import keyed
 
-_KEY_FILE = "grader-key"
 REDACTED_PREFIX = "hmac:"
-KEY_FILE_ENV = "A2RL_GRADER_KEY_FILE"
-"""A file holding the key to use instead (a study's shared key, set by `a2rl.sweep`): every
-machine of the study then draws the same hidden split and writes the same fingerprints. The
-variable reaches the grader's own children (evaluations), never an agent (its environment is
-built from an allow-list)."""
-
-
-def grader_key() -> bytes:
-    """This installation's 256-bit grader key (created on first use, mode 0600), or the
-    study's key named by $A2RL_GRADER_KEY_FILE."""
-    if override := os.environ.get(KEY_FILE_ENV):
-        from a2rl._errors import A2RLError
-
-        try:
-            return bytes.fromhex(Path(override).read_text().strip())
-        except (OSError, ValueError) as exc:
-            raise A2RLError(f"${KEY_FILE_ENV} names an unreadable grader key ({exc})",
-                            "unset it, or rejoin the study (a2rl run --study NAME)") from exc
-    path = cache_dir("secrets") / _KEY_FILE
-    try:
-        text = path.read_text().strip()
-        if len(text) == 64:
-            return bytes.fromhex(text)
-    except (FileNotFoundError, ValueError):
-        pass
-    value = secrets.token_hex(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process won the race: use its key
-        return bytes.fromhex(path.read_text().strip())
-    with os.fdopen(fd, "w") as fh:
-        fh.write(value + "\n")
-    return bytes.fromhex(value)
-
-
-def keyed(purpose: str, value: object) -> str:
-    """HMAC-SHA256 (hex) of a JSON-serialisable value; `purpose` separates the uses."""
-    msg = purpose.encode() + b"\0" + stable_hash(value).encode()
-    return hmac.new(grader_key(), msg, hashlib.sha256).hexdigest()
 
 
 def secret_fields(params: Any) -> frozenset[str]:

@@ -3,7 +3,10 @@
 from and what could not be recovered."""
 
 from a2rl.importers import posttrainbench, rdagent
+from a2rl.importers._common import find_runs
 
 HARNESSES = {"posttrainbench": posttrainbench, "rdagent": rdagent}
 
-__all__ = ["HARNESSES", "posttrainbench", "rdagent"]
+__all__ = [
+    "HARNESSES", "find_runs", "posttrainbench", "rdagent",
+]

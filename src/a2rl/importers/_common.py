@@ -118,8 +118,7 @@ def parser_candidates(agent_hint: str | None) -> list[str]:
     """The registered CLI agents (those with a transcript parser), the one whose
     `import_names` the harness's agent name contains first. A plug-in that does not load is
     passed over (logged): it cannot break an import."""
-    from a2rl.agents import agent_class, agents
-    from a2rl.agents._cli import CLIAgent
+    from a2rl.agents import CLIAgent, agent_class, agents
 
     found: dict[str, tuple[str, ...]] = {}
     for name in agents.names():
@@ -140,8 +139,7 @@ def parse_agent_events(lines: list[str], times: list[float], agent_hint: str | N
                        ) -> tuple[str | None, list[AgentEvent]]:
     """Events of the agent's stream with a2rl's parser for its CLI: the one the harness's agent
     name points at, else whichever parser reads the most events."""
-    from a2rl.agents import get_agent
-    from a2rl.agents._cli import CLIAgent
+    from a2rl.agents import CLIAgent, get_agent
 
     pairs = list(zip(times, lines, strict=True))
     candidates = parser_candidates(agent_hint)

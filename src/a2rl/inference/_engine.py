@@ -23,10 +23,7 @@ import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
-
-from a2rl._errors import A2RLError
+from typing import Protocol, runtime_checkable
 
 ProgressFn = Callable[[int], None]
 """Called with the number of prompts finished since the last call."""
@@ -121,7 +118,6 @@ def end_session(engine: Engine, session: str) -> None:
         engine.end_session(session)
 
 
-Backend = Literal["auto", "transformers", "vllm"]
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -140,25 +136,3 @@ def vllm_usable() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
-
-
-def load_engine(model_dir: Path, *, chat_template_from: Path | None = None,
-                backend: Backend = "auto", batch_size: int | None = None) -> Engine:
-    """Load a checkpoint for generation.
-
-    `chat_template_from`: take the chat template from this folder instead of the checkpoint's
-    own (the evaluator uses the base model's, so a submission cannot change the prompt format).
-    """
-    if backend == "auto":
-        backend = "vllm" if vllm_usable() else "transformers"
-    if backend == "vllm":
-        if importlib.util.find_spec("vllm") is None:
-            raise A2RLError("the vLLM backend was requested but vLLM is not installed",
-                            "pip install 'a2rl-bench[gpu]' on a machine with a CUDA GPU")
-        from a2rl.inference._vllm import VLLMEngine
-
-        return VLLMEngine(model_dir, chat_template_from=chat_template_from)
-    from a2rl.inference._transformers import TransformersEngine
-
-    return TransformersEngine(model_dir, chat_template_from=chat_template_from,
-                              batch_size=batch_size)

@@ -16,16 +16,17 @@ import hashlib
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, requires, version
 from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
 from a2rl._plugins import Registry, load
-from a2rl.records._engine import EngineInfo, EngineRequest
+from a2rl.records import EngineInfo, EngineRequest
 
 log = logging.getLogger("a2rl.engines")
 
@@ -205,8 +206,6 @@ def _candidates(name: str, eval_gpus: str | None, *, auto: bool = False,
         # A venv without the task dependencies a2rl's environment has (ALFWorld, the judge's
         # metric, spaCy) would fail those tasks' evaluations: auto passes it by (explicitly
         # requested, it is used).
-        from a2rl.inference._venv import present_extras
-
         wanted = set(present_extras())
         for folder, manifest in list(envs):
             missing = wanted - set(manifest.get("extras") or [])
@@ -413,3 +412,35 @@ def instructions_line(info: EngineInfo) -> str:
               if info.memory_fraction else "")
     return (f"- Evaluations generate with {info.package} {info.version or ''} on {where}"
             f"{memory}; greedy outputs of different engines can differ in rare near-ties.")
+
+
+def present_extras() -> list[str]:
+    """The extras whose packages are all installed in a2rl's own environment: the engine venv
+    gets the same task dependencies (ALFWorld, the judge's metric, spaCy) so every task that
+    evaluates here evaluates there."""
+    try:
+        reqs = requires("a2rl") or []
+    except PackageNotFoundError:
+        return []
+    by_extra: dict[str, list[str]] = {}
+    for req in reqs:
+        spec, _, marker = req.partition(";")
+        m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+        if m:
+            name = re.split(r"[<>=!~\[ ;]", spec.strip(), maxsplit=1)[0]
+            by_extra.setdefault(m.group(1), []).append(name)
+    out = []
+    for extra, names in sorted(by_extra.items()):
+        if extra in ("dev", "gpu", "test"):
+            continue
+        if all(_installed(n) for n in names):
+            out.append(extra)
+    return out
+
+
+def _installed(name: str) -> bool:
+    try:
+        version(name)
+        return True
+    except PackageNotFoundError:
+        return False

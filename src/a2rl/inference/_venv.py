@@ -14,7 +14,7 @@ import json
 import re
 import subprocess
 import sys
-from importlib.metadata import PackageNotFoundError, requires, version
+from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
 from a2rl._errors import A2RLError
@@ -22,6 +22,7 @@ from a2rl.inference._registry import (
     ENGINE_MANIFEST,
     a2rl_source_root,
     engines_dir,
+    present_extras,
     probe,
     venv_python,
 )
@@ -64,38 +65,6 @@ def _pyproject_requirements(extras: list[str]) -> list[str]:
     for extra in extras:
         out += project.get("optional-dependencies", {}).get(extra, [])
     return out
-
-
-def present_extras() -> list[str]:
-    """The extras whose packages are all installed in a2rl's own environment: the engine venv
-    gets the same task dependencies (ALFWorld, the judge's metric, spaCy) so every task that
-    evaluates here evaluates there."""
-    try:
-        reqs = requires("a2rl") or []
-    except PackageNotFoundError:
-        return []
-    by_extra: dict[str, list[str]] = {}
-    for req in reqs:
-        spec, _, marker = req.partition(";")
-        m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
-        if m:
-            name = re.split(r"[<>=!~\[ ;]", spec.strip(), maxsplit=1)[0]
-            by_extra.setdefault(m.group(1), []).append(name)
-    out = []
-    for extra, names in sorted(by_extra.items()):
-        if extra in ("dev", "gpu", "test"):
-            continue
-        if all(_installed(n) for n in names):
-            out.append(extra)
-    return out
-
-
-def _installed(name: str) -> bool:
-    try:
-        version(name)
-        return True
-    except PackageNotFoundError:
-        return False
 
 
 def install_engine(name: str, *, cpu: bool, path: Path | None = None,

@@ -1,7 +1,8 @@
 """What the agent did, recorded by the harness during the run (outside the workspace)."""
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
-from a2rl.recording._exec_trace import ExecEvent, parse_exec_log, read_exec_events
+from a2rl.recording._closing import RecordSlot, bounded_close, storage_failure
+from a2rl.recording._exec_trace import ExecEvent, join_unfinished, parse_exec_log, read_exec_events
 from a2rl.recording._snapshots import (
     CodeRecorder,
     Snapshot,
@@ -10,6 +11,8 @@ from a2rl.recording._snapshots import (
     snapshot_files,
 )
 
-__all__ = ["ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "Snapshot",
-           "diff_stat", "parse_exec_log", "read_artifacts", "read_exec_events", "read_parent",
-           "read_snapshots", "snapshot_files"]
+__all__ = [
+    "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "RecordSlot", "Snapshot",
+    "bounded_close", "diff_stat", "join_unfinished", "parse_exec_log", "read_artifacts",
+    "read_exec_events", "read_parent", "read_snapshots", "snapshot_files", "storage_failure",
+]

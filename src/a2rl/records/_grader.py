@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from a2rl.records._base import Record
+from a2rl.records._engine import EngineInfo
 
 SUBMISSION_FORMAT = 1
 BASELINE_FORMAT = 1
@@ -339,10 +340,6 @@ class TaskSpec(Record):
 class EvalJob(Record):
     """What the evaluation child is asked to do (sent on its stdin; secret task options never go to disk)."""
 
-    # from_attributes: instances of the owning package's copy of this class
-    # (until it imports this one) validate as this class.
-    model_config = ConfigDict(from_attributes=True)
-
     version: int = EVAL_JOB_FORMAT
     """Format version of this record (files without it are version 1)."""
     task: TaskSpec
@@ -362,3 +359,6 @@ class EvalJob(Record):
     snapshot: bool = False
     """model_dir is a submission's snapshot, checked again by the child before loading: only
     regular files, none naming a file outside it (a2rl.grader._artifact.verify_snapshot)."""
+    engine: EngineInfo | None = None
+    """The engine the child generates with, its interpreter and devices (None: the one
+    selected in this process by the run, else transformers in a2rl's environment)."""

@@ -1,6 +1,7 @@
 """The report's scaffold page (`scaffold.html`): what the experience-driven scaffold's runs
 did with it, per run and per ablation arm (the agent stack, whose label carries the arm's
-components). Read from each run's `scaffold.json` (a2rl.analysis._scaffold), nothing else:
+components). Read from each run's `scaffold.json` (written by the scaffold extension), nothing
+else:
 
 journal entries by kind, skill consults per skill, evaluator suggestions by level with their
 adoption (paper B's Figure 4 asymmetry: execution-level suggestions adopted, strategy-level
@@ -16,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from a2rl.records._scaffold import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
+from a2rl.records import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
 
 if TYPE_CHECKING:
-    from a2rl.report._site import Page, Site
+    from a2rl.report._html import Page
+    from a2rl.report._site import Site
     from a2rl.results import LoadedRun
 
 SCAFFOLD_JSON = "scaffold.json"
@@ -126,7 +128,7 @@ def adoption(rows: Sequence[dict[str, Any]], title: str) -> go.Figure | None:
 def build(site: Site, page: Page) -> None:
     from markupsafe import Markup, escape
 
-    from a2rl.report._site import _table
+    from a2rl.report._html import _table
 
     runs, bad = load(site)
     page.html('<p class="note">What each scaffold run did with the experience-driven scaffold '

@@ -102,7 +102,7 @@ def _turns(events: list[AgentEvent], phases: dict[int, str]) -> list[dict[str, A
 
 
 def _diff(git_dir: Path, old: str | None, new: str, changed: list[str]) -> tuple[str, bool]:
-    from a2rl.report._site import _git_blob
+    from a2rl.report._html import _git_blob
 
     lines: list[str] = []
     cut = False
@@ -153,7 +153,7 @@ def _snapshots(r: LoadedRun) -> list[dict[str, Any]]:
 def _scaffold(r: LoadedRun) -> list[dict[str, Any]]:
     """Journal entries (scaffold/journal.jsonl) and revision checkpoints (scaffold.json) of a
     scaffold run; a2rl's own runs only (an imported run publishes what its manifest lists)."""
-    from a2rl.records._scaffold import JournalEntry, ScaffoldAnalysis
+    from a2rl.records import JournalEntry, ScaffoldAnalysis
 
     if r.record.imported is not None:
         return []
@@ -250,7 +250,7 @@ def _log_blocks(run_dir: Path, publishable: list[str]) -> list[dict[str, Any]]:
     blocks, for an agent whose output is not a parsed transcript (the reference agent, a
     `cmd:` agent): consecutive lines within LOG_GAP_S of each other, at most LOG_BLOCK_LINES
     per block."""
-    from a2rl.report._site import _read_record
+    from a2rl.report._html import _read_record
 
     if "agent/transcript.log" not in publishable:
         return []
@@ -296,7 +296,7 @@ def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajecto
     what the run page links to."""
     from importlib.resources import files
 
-    from a2rl.report._site import CSP, _deps
+    from a2rl.report._html import CSP, _deps
 
     jinja2, markupsafe, _ = _deps()
 

@@ -16,6 +16,7 @@ from a2rl.results._aggregate import (
     aggregate,
     baselines,
     bootstrap_ci,
+    heldout_group,
     marks,
     summarize,
 )
@@ -29,6 +30,7 @@ from a2rl.results._load import (
     find_run_dirs,
     load_one,
     load_runs,
+    relpath,
     run_row,
     stack_of,
     submission_rows,
@@ -43,10 +45,11 @@ from a2rl.results._strategy import (
 )
 
 __all__ = [
-    "AUDIT_FLAG_KINDS", "CELL_KEYS", "FLAG_POLICIES", "PROCESS_METRICS", "SCORE_METRICS", "Cell",
-    "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate", "audit_flags",
-    "baselines", "bootstrap_ci", "change_rates", "companion", "convergence", "export_results",
-    "find_run_dirs", "load_one", "load_runs", "marks", "methods_attempted_adopted", "phase_distribution",
-    "run_row", "stack_of", "submission_rows", "summarize", "sweep_labels", "to_csv", "to_json", "to_markdown",
+    "AUDIT_FLAG_KINDS", "CELL_KEYS", "FLAG_POLICIES", "PROCESS_METRICS", "SCORE_METRICS",
+    "Cell", "FlagPolicy", "LoadedRun", "Policy", "Summary", "agent_stack", "aggregate",
+    "audit_flags", "baselines", "bootstrap_ci", "change_rates", "companion", "convergence",
+    "export_results", "find_run_dirs", "heldout_group", "load_one", "load_runs", "marks",
+    "methods_attempted_adopted", "phase_distribution", "relpath", "run_row", "stack_of",
+    "submission_rows", "summarize", "sweep_labels", "to_csv", "to_json", "to_markdown",
     "workspace_stats", "write_table",
 ]

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from a2rl._report_console import plain_text, safe
+from a2rl._console import plain_text, safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.agents import Agent, AgentContext
@@ -21,9 +21,9 @@ from a2rl.grader import Grader
 from a2rl.runner._lifecycle import SANDBOX_FILE, process_proof
 from a2rl.runner._precheck import early_exit_hint
 from a2rl.runner._supervise import AgentProcess, HarnessTerminated
-from a2rl.sandbox import sandbox_masks, task_mask_hooks
-from a2rl.tasks import list_tasks
-from a2rl.workspace import GRADER_ENV, READ_ONLY_ENTRIES, Workspace, write_grader_envs
+from a2rl.sandbox import READ_ONLY_ENTRIES, sandbox_masks
+from a2rl.tasks import list_tasks, task_mask_hooks
+from a2rl.workspace import GRADER_ENV, Workspace, write_grader_envs
 
 AGENT_PREFIX = "  agent│ "
 
@@ -61,7 +61,7 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
         ext.agent_environment(launch)
     masked, visible = task_mask_hooks(list_tasks())
     if hasattr(sandbox, "limits"):
-        from a2rl.sandbox._limits import Limits
+        from a2rl.sandbox import Limits
 
         sandbox.limits = Limits.from_options(  # type: ignore[union-attr]
             config.agent_procs, config.agent_memory, config.agent_file_size)
@@ -104,9 +104,10 @@ def start_agent(launch: AgentLaunch, ctx: AgentContext, progress: Progress,
         part.record.agent_pgid = proc.proc.pid
         part.record.agent_proof = proof
         part.save()
-        if container := getattr(sandbox, "name", None):  # podman: for `runs repair`
+        leftovers = getattr(sandbox, "leftovers", None)
+        if callable(leftovers) and (state := leftovers()):  # for `runs repair`
             atomic_write_text(part.run_dir / SANDBOX_FILE, json.dumps(
-                {"backend": sandbox.kind, "container": container}))
+                {**state, "backend": sandbox.kind}))
     return proc, agent_bar, t1
 
 

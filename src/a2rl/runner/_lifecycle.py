@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,25 +27,34 @@ from types import FrameType
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.records._run import ProcessProof
-from a2rl.runner._records import RunRecord
+from a2rl.records import ProcessProof, RunRecord
 from a2rl.runner._supervise import HarnessTerminated, descendants
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 SANDBOX_FILE = "sandbox.json"
-"""In the run directory: the podman backend's container name, written when the agent starts."""
+"""In the run directory: the backend's name and what it may leave behind (`Sandbox.leftovers()`),
+written when the agent starts."""
 
 
-def _container_of(run_dir: Path) -> str | None:
+def _remove_sandbox_leftovers(run_dir: Path) -> None:
+    """What the run's backend left running outside the harness's process tree (a podman
+    container is conmon's child, not the harness's), removed by the backend itself from what it
+    recorded at the agent's start (`Sandbox.leftovers()`)."""
     import json
 
     try:
-        name = json.loads((run_dir / SANDBOX_FILE).read_text()).get("container")
-    except (OSError, ValueError, AttributeError):
-        return None
-    # only a name a2rl gives (a2rl-<hex>): the file is the harness's, but never pass odd text
-    return name if isinstance(name, str) and name.startswith("a2rl-") and name[5:].isalnum() \
-        else None
+        state = json.loads((run_dir / SANDBOX_FILE).read_text())
+        kind = state["backend"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    from a2rl.sandbox import backend_class
+
+    try:
+        remove = getattr(backend_class(str(kind)), "remove_leftovers", None)
+    except A2RLError:  # a plug-in backend that is not installed here
+        return
+    if callable(remove):
+        remove(state)
 
 
 _state = threading.local()
@@ -195,12 +202,7 @@ def repair_run(run_dir: Path, notes: list[str] | None = None) -> tuple[RunRecord
                 killed.append(record.agent_pgid)
         else:
             said.append(f"agent process group {record.agent_pgid} not signalled: {why}")
-    container = _container_of(run_dir)
-    if container and (podman := shutil.which("podman")):
-        # a container is conmon's child, not the harness's: it outlives a killed harness
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([podman, *_podman_options(), "rm", "-f", "-t", "0", container],
-                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    _remove_sandbox_leftovers(run_dir)
     for pid in _processes_of(run_dir):
         _kill_with_group(pid)
         killed.append(pid)
@@ -221,18 +223,6 @@ def repair_run(run_dir: Path, notes: list[str] | None = None) -> tuple[RunRecord
     record.ended_at = record.repaired_at = utcnow()
     atomic_write_text(path, record.model_dump_json(indent=2))
     return record, killed
-
-
-def _podman_options() -> tuple[str, ...]:
-    """The global podman options that start containers here (those the run used)."""
-    from a2rl.sandbox._podman import PodmanSandbox
-
-    box = PodmanSandbox(executable=shutil.which("podman") or "podman")
-    try:
-        box.probe()
-    except A2RLError:
-        return ()
-    return box.global_options or ()
 
 
 def _is_a2rl(pid: int) -> bool:

@@ -23,8 +23,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from a2rl._console import progress_for, safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import progress_for, safe
 from a2rl._util import atomic_write_text, utcnow
 from a2rl.extensions import RunExtension, submit_refusals
 from a2rl.grader import (
@@ -34,16 +34,16 @@ from a2rl.grader import (
     SubmissionRecord,
     public_fingerprint,
     redacted_params,
+    redacted_spec,
     score_baseline,
+    secret_fields,
 )
-from a2rl.grader._secret import redacted_spec, secret_fields
 from a2rl.models import ResolvedModel
-from a2rl.recording._closing import RecordSlot, storage_failure
-from a2rl.runner._records import ModelInfo, RunConfig, RunRecord, TaskInfo
+from a2rl.recording import RecordSlot, storage_failure
+from a2rl.records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import HarnessTerminated
 from a2rl.tasks import get_task
-from a2rl.workspace import GradingProtocol, Workspace, build_workspace
-from a2rl.workspace._machine import NetworkFacts
+from a2rl.workspace import GradingProtocol, NetworkFacts, Workspace, build_workspace
 
 log = logging.getLogger("a2rl.grader.events")
 T = TypeVar("T")
@@ -203,8 +203,7 @@ class TaskRun:
                                reward_kind=task.reward_kind,
                                params=redacted_params(task), fingerprint=public_fingerprint(task),
                                scorer=task.scorer(), n_heldout=len(task.heldout_items()))
-        from a2rl.inference._chat import load_tokenizer, render_chat
-        from a2rl.inference._registry import instructions_line, resolve_for_run
+        from a2rl.inference import instructions_line, load_tokenizer, render_chat, resolve_for_run
 
         tokenizer = load_tokenizer(base.path)
         description = task.description(chat_preview=lambda m: render_chat(tokenizer, m))

@@ -132,7 +132,7 @@ def check_mountable(folder: Path, runs_dir: Path, what: str) -> Path:
 
 def _visible_already(folder: Path) -> bool:
     """Inside what every sandbox shows read-only anyway (system folders, a2rl's Python)."""
-    from a2rl.sandbox._sandbox import SYSTEM_DIRS, python_roots
+    from a2rl.sandbox import SYSTEM_DIRS, python_roots
 
     roots = [Path(d) for d in SYSTEM_DIRS] + python_roots()
     return any(folder.is_relative_to(r) or folder.resolve().is_relative_to(r) for r in roots)
@@ -241,7 +241,7 @@ def agent_path_env() -> str:
 def check_in_sandbox(plan: CommandPlan, sandbox: object, *, timeout_s: float = 60) -> None:
     """Look the command up inside the sandbox as the agent will see it; A2RLError naming what
     is missing and the fix."""
-    from a2rl.sandbox._masks import Masks
+    from a2rl.sandbox import Masks
 
     checks: list[str] = []
     if plan.program:

@@ -12,14 +12,14 @@ from typing import Any
 
 from rich.console import Console
 
+from a2rl._console import safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import safe
 from a2rl._util import atomic_write_text
-from a2rl.agents import Agent, get_agent
-from a2rl.agents._agent import CommandAgent
+from a2rl.agents import Agent, CommandAgent, get_agent
 from a2rl.extensions import AgentLaunch, RunExtension, select
 from a2rl.models import ResolvedModel, resolve_model
-from a2rl.recording._closing import bounded_close
+from a2rl.recording import bounded_close
+from a2rl.records import RunConfig, RunRecord
 from a2rl.runner._launch import (
     close_launch,
     drain,
@@ -31,7 +31,6 @@ from a2rl.runner._launch import (
 from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
 from a2rl.runner._part import TaskRun, live_progress, package_versions, run_flags
 from a2rl.runner._precheck import check_in_sandbox, check_limits, check_mountable, plan_command
-from a2rl.runner._records import RunConfig, RunRecord
 from a2rl.sandbox import Sandbox, start_sandbox
 from a2rl.tasks import get_task
 from a2rl.workspace import Workspace, build_multi_root, check_mode

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from a2rl._secrets import REDACTED
-from a2rl.runner._records import ExitReason
+from a2rl.records import ExitReason
 
 
 def descendants(pid: int) -> list[int]:
@@ -108,7 +108,7 @@ class AgentProcess:
         self._pump.start()
 
     def _copy_output(self, echo: Callable[[str], None] | None) -> None:
-        from a2rl._report_console import plain_text
+        from a2rl._console import plain_text
 
         stream = self.proc.stdout
         assert stream is not None

@@ -3,17 +3,22 @@ plug-ins) with one contract, or an explicit, recorded lack of it (none); the loo
 egress proxy of the private-network policies; the masks over held-out data in the mounted
 environment."""
 
-from a2rl.sandbox._bridge import HostBridge
-from a2rl.sandbox._masks import Masks, sandbox_masks, task_mask_hooks
+from a2rl.sandbox._bridge import BRIDGE_CODE, Handler, HostBridge
+from a2rl.sandbox._limits import Limits
+from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
+    READ_ONLY_ENTRIES,
     SANDBOX_KINDS,
     SANDBOX_UID,
+    SYSTEM_DIRS,
     NetworkPolicy,
     Sandbox,
     SandboxKind,
     backend_class,
     get_sandbox,
+    mounted_roots,
+    python_roots,
     sandboxes,
     start_sandbox,
     system_mount_args,
@@ -21,7 +26,10 @@ from a2rl.sandbox._sandbox import (
 from a2rl.sandbox.backends.bwrap import BwrapSandbox
 from a2rl.sandbox.backends.none import NoSandbox
 
-__all__ = ["SANDBOX_KINDS", "SANDBOX_UID", "AllowEntry", "BwrapSandbox", "EgressProxy",
-           "HostBridge", "Masks", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind",
-           "backend_class", "default_allow_list", "get_sandbox", "sandbox_masks", "sandboxes",
-           "start_sandbox", "system_mount_args", "task_mask_hooks"]
+__all__ = [
+    "BRIDGE_CODE", "READ_ONLY_ENTRIES", "SANDBOX_KINDS", "SANDBOX_UID", "SYSTEM_DIRS",
+    "AllowEntry", "BwrapSandbox", "EgressProxy", "Handler", "HostBridge", "Limits", "Masks",
+    "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "backend_class",
+    "default_allow_list", "get_sandbox", "mounted_roots", "python_roots", "sandbox_masks",
+    "sandboxes", "start_sandbox", "system_mount_args",
+]

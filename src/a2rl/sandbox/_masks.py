@@ -178,20 +178,3 @@ def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path]
         elif path.exists():
             out.files.append(path)
     return out
-
-
-def task_mask_hooks(task_names: Iterable[str]) -> tuple[list[Path], list[Path]]:
-    """(masked, visible) from the tasks' optional hooks. A task that fails to load (a missing
-    optional dependency) contributes nothing: its data is then covered by (i) and (iii)."""
-    from a2rl.tasks import task_class
-
-    masked: list[Path] = []
-    visible: list[Path] = []
-    for name in task_names:
-        try:
-            cls = task_class(name)
-            masked += [Path(p) for p in getattr(cls, "sandbox_masked_paths", lambda: [])()]
-            visible += [Path(p) for p in getattr(cls, "sandbox_visible_paths", lambda: [])()]
-        except Exception:  # noqa: BLE001 - an optional hook must never stop a run
-            continue
-    return masked, visible

@@ -37,6 +37,9 @@ from a2rl._plugins import Registry
 from a2rl.sandbox._bridge import HostBridge
 from a2rl.sandbox._masks import Masks
 
+READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
+"""Workspace entries every backend mounts read-only (the rest of the workspace is writable)."""
+
 SandboxKind = str
 """A registered backend's name (`sandboxes.names()`); run.json stores it as given."""
 NetworkPolicy = Literal["allowlist", "full", "none"]
@@ -105,6 +108,12 @@ class Sandbox(Protocol):
     def cleanup(self) -> None:
         """Remove whatever the backend left running or on disk (idempotent)."""
         ...
+
+    # Optional, for a backend whose processes outlive a killed harness (not children of it):
+    #   def leftovers(self) -> dict[str, str]: what to find them by, recorded at the agent's
+    #       start in the run folder's sandbox.json;
+    #   @classmethod def remove_leftovers(cls, state: dict) -> None: removes them from that
+    #       record (`a2rl runs repair`). The record is read back from disk: validate it.
 
 
 def python_roots() -> list[Path]:

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
-import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 from a2rl._errors import A2RLError
-from a2rl.sweep._cell import Job, JobResult, execute_job, stop_job
+from a2rl.sweep._cell import Job, JobResult, execute_job, local_gpus, stop_job
 from a2rl.sweep._matrix import Matrix
 
 
@@ -39,21 +37,6 @@ class Backend(Protocol):
     def job_id(self, handle: Any) -> str | None: ...
 
     def close(self) -> None: ...
-
-
-def local_gpus() -> list[str]:
-    """This machine's GPU ids: $CUDA_VISIBLE_DEVICES, else what nvidia-smi lists."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [g for g in visible.split(",") if g.strip() and g.strip() != "-1"]
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
 
 
 class LocalBackend:

@@ -127,8 +127,6 @@ def split_devices(job: Job) -> tuple[str | None, Job]:
     r = job.spec.resources
     if not r.eval_gpus:
         return job.cuda_visible_devices, job
-    from a2rl.sweep._backends import local_gpus
-
     ids = ([d for d in job.cuda_visible_devices.split(",") if d.strip()]
            if job.cuda_visible_devices is not None else local_gpus())
     n_agent, n_eval = math.ceil(r.gpus), math.ceil(r.eval_gpus)
@@ -185,7 +183,7 @@ def execute_job(job: Job) -> JobResult:
         # The harness died without closing its record (SIGKILL, out of memory): close it
         # from the ledger here, on the machine that ran it, so it reads as harness_died.
         with contextlib.suppress(Exception):
-            from a2rl.runner._lifecycle import repair_run
+            from a2rl.runner import repair_run
 
             repair_run(run_dir)
     return JobResult(outcome="harness_failed", exit_code=code, host=host,
@@ -245,7 +243,7 @@ def _joined(job: Job) -> RunConfig:
 def _baseline_file(config: RunConfig) -> tuple[Path, str]:
     """This machine's baseline cache file for the run, and its key."""
     from a2rl._paths import cache_dir
-    from a2rl.grader._baseline import baseline_cache_key
+    from a2rl.grader import baseline_cache_key
     from a2rl.models import resolve_model
     from a2rl.tasks import get_task
 
@@ -311,3 +309,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+
+def local_gpus() -> list[str]:
+    """This machine's GPU ids: $CUDA_VISIBLE_DEVICES, else what nvidia-smi lists."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]

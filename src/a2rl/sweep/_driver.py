@@ -27,7 +27,7 @@ DEFAULT_DRIVER_TIME_S = 3 * 24 * 3600
 def drive_sweep(matrix_path: str, sweep_dir: str, max_parallel: int | None,
                 retry_failed: bool) -> dict[str, int]:
     """The driver job's body: load the matrix and run (or resume) the sweep to its end."""
-    from a2rl._report_console import make_console
+    from a2rl._console import make_console
     from a2rl.sweep._sweep import run_sweep
 
     matrix = load_matrix(Path(matrix_path))

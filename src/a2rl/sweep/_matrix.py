@@ -175,8 +175,8 @@ class _RunOptionsBase(_Strict):
     cell's own (task, agent, model, mode, budget, driver), from that one definition, so a new
     run option is a sweep option. Durations are written as 12h, 30m, 90s or seconds."""
 
-    sandbox: Literal["bwrap", "podman", "none"] = "bwrap"
-    """Sandbox backend (none = unsandboxed, flagged)."""
+    sandbox: str = "bwrap"
+    """Sandbox backend: bwrap, podman, none (unsandboxed, flagged), or an installed plug-in's."""
     network: Literal["allowlist", "full", "none"] | None = None
     """Sandbox network (None: allowlist, or full without a sandbox)."""
     eval_timeout: Duration = 3600.0
@@ -191,6 +191,16 @@ class _RunOptionsBase(_Strict):
     """--final."""
     test_fraction: float = Field(default=0.5, gt=0, lt=1)
     """--test-fraction (final hidden)."""
+
+    @field_validator("sandbox")
+    @classmethod
+    def _registered_sandbox(cls, v: str) -> str:
+        from a2rl.sandbox import sandboxes
+
+        if v not in sandboxes:
+            raise ValueError(f"unknown sandbox {v!r}; installed here: "
+                             f"{', '.join(sandboxes.names())}")
+        return v
 
 
 # The run config's fields that each cell sets itself, or that the sweep sets for it.

@@ -7,6 +7,7 @@ present here. Nothing is run, scored or written.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from a2rl._report_console import safe
+from a2rl._console import safe
 from a2rl.sweep._matrix import CellSpec, Matrix, expand, run_config_fields
 from a2rl.sweep._state import load_cells
 
@@ -49,7 +50,12 @@ def _command(spec: CellSpec) -> str:
         if value == defaults.get(name) or name in _NO_FLAG:
             continue  # the cell's run config carries it; `a2rl run` has no option for it
         flag = "--" + _FLAGS.get(name, name).replace("_", "-")
-        if isinstance(value, bool):
+        if name == "extensions":
+            for ext, options in sorted(value.items()):
+                pairs = ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+                                 for k, v in sorted(options.items()))
+                argv += ["--extension", f"{ext}:{pairs}" if pairs else ext]
+        elif isinstance(value, bool):
             argv.append(flag if value else "--no-" + flag[2:])
         elif isinstance(value, list):
             for item in value:

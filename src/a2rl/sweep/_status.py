@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from a2rl._console import safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import safe
 from a2rl.sweep._state import CellState, load_cells, load_info
 
 _STYLE = {"finished": "green", "failed": "red", "running": "cyan", "pending": "yellow"}

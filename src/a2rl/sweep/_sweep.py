@@ -19,8 +19,8 @@ from typing import Any
 
 from rich.console import Console
 
+from a2rl._console import safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import safe
 from a2rl._util import utcnow
 from a2rl.records import TrackingConfig
 from a2rl.sweep._cell import Job, JobResult, run_dir_of
@@ -64,7 +64,7 @@ class SweepSummary:
 def _check_location(sweep_dir: Path) -> None:
     """The sweep directory holds the study secret: it must not lie in a folder the sandbox
     mounts (the Python environment, system folders) where an agent could read it."""
-    from a2rl.sandbox._sandbox import mounted_roots
+    from a2rl.sandbox import mounted_roots
 
     resolved = sweep_dir.resolve()
     for root in mounted_roots([]):
@@ -445,7 +445,7 @@ def _close_stale(sweep_dir: Path, state: CellState, matrix: Matrix) -> None:
             continue
         path = sweep_dir / "runs" / state.spec.task / attempt.run_id
         if matrix.backend == "local" and (path / "run.json").exists():
-            from a2rl.runner._lifecycle import repair_run
+            from a2rl.runner import repair_run
 
             with contextlib.suppress(Exception):
                 repair_run(path)

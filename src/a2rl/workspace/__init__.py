@@ -3,7 +3,6 @@
 from a2rl.workspace._build import (
     GRADER_ENV,
     MODES,
-    READ_ONLY_ENTRIES,
     GradingProtocol,
     Workspace,
     build_multi_root,
@@ -14,7 +13,10 @@ from a2rl.workspace._build import (
     render_instructions,
     write_grader_envs,
 )
+from a2rl.workspace._machine import NetworkFacts
 
-__all__ = ["GRADER_ENV", "GradingProtocol", "MODES", "READ_ONLY_ENTRIES", "Workspace", "build_multi_root",
-           "build_workspace", "check_mode", "human_duration", "remove_workspace_tree",
-           "render_instructions", "write_grader_envs"]
+__all__ = [
+    "GRADER_ENV", "MODES", "GradingProtocol", "NetworkFacts", "Workspace", "build_multi_root",
+    "build_workspace", "check_mode", "human_duration", "remove_workspace_tree",
+    "render_instructions", "write_grader_envs",
+]

@@ -17,8 +17,6 @@ from a2rl.tasks import Task
 from a2rl.workspace._machine import NetworkFacts, machine_facts
 
 MODES = ("free", "sft-only", "rl-oriented", "multi")
-READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
-"""Workspace entries the sandbox mounts read-only."""
 GRADER_ENV = "grader.env"
 """Mode multi: per task folder, the variables that point at that task's grader."""
 

@@ -49,7 +49,7 @@ class ExecTraceExtension(RunExtension):
         launch.argv = traced_command(launch.argv, strace=self.strace, log=log,
                                      extra_syscalls=tuple(launch.trace_syscalls))
         # The sandbox's own programs are not the agent's: bwrap itself, the bridge.
-        from a2rl.sandbox._bridge import BRIDGE_CODE
+        from a2rl.sandbox import BRIDGE_CODE
 
         self.hide = [[launch.argv[launch.argv.index("--") + 1]]] if sandbox.sandboxed else []
         self.hide.append([sys.executable, "-c", BRIDGE_CODE])

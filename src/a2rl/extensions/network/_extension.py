@@ -12,8 +12,7 @@ from a2rl.extensions.network._wiring import allow_list, free_port, loopback_port
 
 if TYPE_CHECKING:
     from a2rl.records import RunConfig
-    from a2rl.sandbox import EgressProxy, HostBridge
-    from a2rl.sandbox._bridge import Handler
+    from a2rl.sandbox import EgressProxy, Handler, HostBridge
 
 
 @extensions.register("network")

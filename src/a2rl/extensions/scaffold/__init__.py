@@ -9,13 +9,14 @@ any agent.
 - `plan-review`: the first plan is reviewed (LLM, or a person through `a2rl review <run>`).
 - `revision`: checkpoints asking for an explicit keep/switch decision.
 
-Records: `a2rl.records._scaffold`; analysis: `a2rl.analysis._scaffold`.
+Records: `a2rl.records` (scaffold.json, scaffold/*.jsonl); analysis of a scaffold run: `_analysis`.
 """
 
 from __future__ import annotations
 
 from a2rl._errors import A2RLError
 from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, read_scaffold_files
+from a2rl.extensions.scaffold._review_cli import review_run
 from a2rl.extensions.scaffold._workspace import SCRIPT, install
 from a2rl.records import COMPONENTS, ScaffoldConfig
 
@@ -55,5 +56,7 @@ def scaffold_config(components: str, options: dict[str, str]) -> ScaffoldConfig:
                         "see `a2rl schema run` (config.scaffold) for the options") from exc
 
 
-__all__ = ["COMPONENTS", "SCRIPT", "Scaffold", "ScaffoldConfig", "install",
-           "normalize_strategy", "parse_components", "read_scaffold_files", "scaffold_config"]
+__all__ = [
+    "COMPONENTS", "SCRIPT", "Scaffold", "ScaffoldConfig", "install", "normalize_strategy",
+    "parse_components", "read_scaffold_files", "review_run", "scaffold_config",
+]

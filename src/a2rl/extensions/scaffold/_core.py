@@ -20,8 +20,7 @@ from a2rl._util import utcnow
 from a2rl.extensions.scaffold import _prompts
 from a2rl.extensions.scaffold._llm import ScaffoldLLM
 from a2rl.extensions.scaffold._prompts import normalize_strategy
-from a2rl.records import ScaffoldConfig, SubmissionRecord, append_jsonl, read_jsonl
-from a2rl.records._scaffold import (
+from a2rl.records import (
     DATA_SOURCES,
     PARADIGMS,
     STAGE_STRUCTURES,
@@ -34,11 +33,15 @@ from a2rl.records._scaffold import (
     PlanEvent,
     PlanReview,
     PlanStatus,
+    ScaffoldConfig,
     ScaffoldNotice,
     Strategy,
     StrategyChange,
+    SubmissionRecord,
     Suggestion,
     TrainOutput,
+    append_jsonl,
+    read_jsonl,
 )
 
 if TYPE_CHECKING:

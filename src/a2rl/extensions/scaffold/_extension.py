@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from a2rl._console import safe
 from a2rl._errors import A2RLError
-from a2rl._report_console import safe
 from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from a2rl.extensions.scaffold import Scaffold
     from a2rl.grader import Grader
-    from a2rl.records import RunConfig
+    from a2rl.records import RunAnalysis, RunConfig, RunRecord
 
 
 @extensions.register("scaffold")
@@ -76,6 +76,16 @@ class ScaffoldExtension(RunExtension):
             from a2rl.extensions.scaffold._skills import TRACE_SYSCALLS
 
             launch.trace_syscalls += TRACE_SYSCALLS
+
+    def analysis_written(self, part: TaskPart, analysis: RunAnalysis) -> None:
+        self.add_to_analysis(part.run_dir, part.record, analysis)
+
+    @classmethod
+    def add_to_analysis(cls, run_dir: Path, record: RunRecord, analysis: RunAnalysis) -> None:
+        """scaffold.json and the scaffold's section of summary.md."""
+        from a2rl.extensions.scaffold._analysis import write_scaffold_analysis
+
+        write_scaffold_analysis(run_dir, analysis)
 
     def grader_closed(self, part: TaskPart) -> None:
         scaffold = self._scaffolds.get(part.run_dir)

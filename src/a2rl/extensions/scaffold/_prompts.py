@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from a2rl.records._scaffold import (
+from a2rl.records import (
     DATA_SOURCES,
     PARADIGMS,
     STAGE_STRUCTURES,

@@ -13,8 +13,7 @@ from rich.console import Console
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text
 from a2rl.extensions.scaffold._core import PLANS, REVIEWS
-from a2rl.records import read_jsonl
-from a2rl.records._scaffold import PlanEvent, PlanReview
+from a2rl.records import PlanEvent, PlanReview, read_jsonl
 
 
 def pending_plan(run_dir: Path) -> PlanEvent | None:

@@ -14,11 +14,10 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from a2rl import records as rec
 from a2rl._errors import A2RLError
 from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, strategy_fix
-from a2rl.grader._records import SubmitResponse
-from a2rl.grader._server import PublicSubmission, SubmitRequest, parse_submit, visible_submission
-from a2rl.records import _scaffold as rec  # by module: _core holds the one list of names
+from a2rl.grader import PublicSubmission, SubmitRequest, SubmitResponse, parse_submit, visible_submission
 
 PLAN_HELP = ('{"strategy": {"k": "full SFT", "d": "curated", "g": "from base"}, "data": "...", '
              '"budget_split": {"data": 0.2, "training": 0.6, "evaluation": 0.2}, '

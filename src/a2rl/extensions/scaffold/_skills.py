@@ -36,7 +36,7 @@ from typing import Any
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text
-from a2rl.records._skills import (
+from a2rl.records import (
     CreatedSkill,
     SkillConsults,
     SkillFile,
@@ -294,7 +294,7 @@ def _trace_opens(text: str, t0: float,
                  matcher: _Matcher) -> tuple[list[tuple[SkillRead, int]], bool]:
     """Successful opens of skill files in an strace log with the opening pid (kept out of the
     record: it is a host pid), and whether the log traced opens at all."""
-    from a2rl.recording._exec_trace import join_unfinished
+    from a2rl.recording import join_unfinished
 
     reads: list[tuple[SkillRead, int]] = []
     program: dict[int, str] = {}
@@ -472,7 +472,7 @@ def _transcript_reads(run_dir: Path, matcher: _Matcher) -> tuple[list[SkillRead]
     """Tool calls naming skill files: non-shell tools (Read, view, read_file) from the raw
     transcript, once per call id; shell commands from events.jsonl (the parser's own reading
     of the same calls)."""
-    from a2rl.agents._stream import read_transcript
+    from a2rl.agents import read_transcript
 
     agent = run_dir / "agent"
     reads: list[SkillRead] = []

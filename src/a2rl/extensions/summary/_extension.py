@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from a2rl._report_console import safe
+from a2rl._console import safe
 from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from a2rl._report_console import safe
+from a2rl._console import safe
 from a2rl.extensions import RunExtension, TaskPart, extensions
 from a2rl.extensions.tracking._live import LiveTracker, open_tracker
 

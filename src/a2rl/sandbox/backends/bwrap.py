@@ -16,6 +16,7 @@ from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._sandbox import (
     MASKED_DIRS,
     MASKED_FILES,
+    READ_ONLY_ENTRIES,
     SANDBOX_UID,
     SYSTEM_DIRS,
     gpu_devices,
@@ -26,7 +27,6 @@ from a2rl.sandbox._sandbox import (
     sandboxes,
     system_mount_args,
 )
-from a2rl.workspace import READ_ONLY_ENTRIES
 
 
 @sandboxes.register("bwrap")

@@ -21,6 +21,7 @@ Set A2RL_PODMAN_OPTIONS (shell words, global podman options) to force a set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import secrets
@@ -39,6 +40,7 @@ from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._sandbox import (
     MASKED_DIRS,
     MASKED_FILES,
+    READ_ONLY_ENTRIES,
     SANDBOX_UID,
     SYSTEM_DIRS,
     gpu_devices,
@@ -47,7 +49,6 @@ from a2rl.sandbox._sandbox import (
     python_roots,
     sandboxes,
 )
-from a2rl.workspace import READ_ONLY_ENTRIES
 
 OPTIONS_ENV = "A2RL_PODMAN_OPTIONS"
 # conmon (podman's monitor, the OCI runtime's parent) runs with RLIMIT_NPROC 32768: a larger
@@ -213,6 +214,24 @@ class PodmanSandbox:
 
     def child_setup(self) -> Callable[[], None] | None:
         return None  # the container's limits are podman's options, set by the OCI runtime
+
+    def leftovers(self) -> dict[str, str]:
+        return {"container": self.name}
+
+    @classmethod
+    def remove_leftovers(cls, state: dict[str, object]) -> None:
+        """Remove the container a dead harness left (conmon's child, so it outlives it)."""
+        name = state.get("container")
+        # only a name a2rl gives (a2rl-<hex>): never pass other text to podman
+        if not (isinstance(name, str) and name.startswith("a2rl-") and name[5:].isalnum()):
+            return
+        executable = shutil.which("podman")
+        if executable is None:
+            return
+        box = cls(executable=executable, name=name)
+        with contextlib.suppress(A2RLError):
+            box.probe()  # the global options that start containers here (those the run used)
+        box.cleanup()
 
     def cleanup(self) -> None:
         try:

@@ -8,6 +8,7 @@ from a2rl.tasks._core.registry import (
     list_tasks,
     task_class,
     task_from_spec,
+    task_mask_hooks,
 )
 from a2rl.tasks._core.static import ItemVerdict, StaticTextTask, distinct_questions
 from a2rl.tasks._core.task import (
@@ -39,6 +40,7 @@ __all__ = [
     "get_task",
     "list_tasks",
     "secret_field",
+    "task_mask_hooks",
     "task_class",
     "task_from_spec",
 ]

@@ -6,6 +6,7 @@ the `a2rl.tasks` entry-point group (`name = "pkg.module:Class"`)."""
 from __future__ import annotations
 
 import pkgutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,18 @@ def get_task(name: str, params: dict[str, Any] | None = None) -> Task:
 
 def task_from_spec(spec: TaskSpec) -> Task:
     return get_task(spec.name, spec.params)
+
+
+def task_mask_hooks(task_names: Iterable[str]) -> tuple[list[Path], list[Path]]:
+    """(masked, visible) from the tasks' optional hooks. A task that fails to load (a missing
+    optional dependency) contributes nothing: its data is then covered by (i) and (iii)."""
+    masked: list[Path] = []
+    visible: list[Path] = []
+    for name in task_names:
+        try:
+            cls = task_class(name)
+            masked += [Path(p) for p in getattr(cls, "sandbox_masked_paths", lambda: [])()]
+            visible += [Path(p) for p in getattr(cls, "sandbox_visible_paths", lambda: [])()]
+        except Exception:  # noqa: BLE001 - an optional hook must never stop a run
+            continue
+    return masked, visible

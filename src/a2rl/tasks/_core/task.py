@@ -14,6 +14,7 @@ from pydantic.fields import FieldInfo
 
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
+from a2rl.records import TaskSpec
 from a2rl.tasks._core.offline import Prediction
 
 Level = Literal["L1", "L2", "L3"]
@@ -66,13 +67,6 @@ class TaskParams(BaseModel):
 def item_id(item: dict[str, Any], index: int) -> str:
     """A held-out item's id: its `id` (or `task_id`), else its position in the held-out list."""
     return str(item.get("id") or item.get("task_id") or index)
-
-
-class TaskSpec(BaseModel):
-    """Enough to rebuild a task in another process (the evaluation child)."""
-
-    name: str
-    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvalOutcome(BaseModel):

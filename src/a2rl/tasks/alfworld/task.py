@@ -307,7 +307,7 @@ class ALFWorldTask(InteractiveTask):
         if split == "train":
             name = f"train-{train_stream():016x}"
         else:
-            from a2rl.grader._secret import keyed
+            from a2rl._secrets import keyed
 
             assert self.params.heldout_seed is not None
             name = "heldout-" + keyed("alfworld-games", heldout_stream(self.params.heldout_seed))[:24]

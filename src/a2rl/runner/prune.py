@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl.records import RunRecord
 from a2rl.runner._lifecycle import _alive, _is_a2rl
-from a2rl.runner._records import RunRecord
 
 
 @dataclass(frozen=True)

