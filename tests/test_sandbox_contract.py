@@ -110,6 +110,13 @@ def host_secret_dir() -> Iterator[Path]:
     (root / "hf" / "datasets").mkdir(parents=True)
     (root / "hf" / "datasets" / "test-split.jsonl").write_text('{"answer": "HF-SECRET"}\n')
     (root / "task-heldout.jsonl").write_text('{"answer": "TASK-SECRET"}\n')
+    # what only its owner may read (a key, a service's password file): when a2rl runs as root
+    # the agent is root's uid outside, so these are masked rather than left to the file modes
+    (root / "owner-only.key").write_text("OWNER-SECRET\n")
+    (root / "owner-only.key").chmod(0o600)
+    (root / "private").mkdir(mode=0o700)
+    (root / "private" / "readable-inside.txt").write_text("PRIVATE-DIR-SECRET\n")
+    (root / "private" / "readable-inside.txt").chmod(0o644)
     try:
         yield root
     finally:
@@ -138,6 +145,8 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
         "hf cache": str(host_secret_dir / "hf" / "datasets" / "test-split.jsonl"),
         "task hook": str(host_secret_dir / "task-heldout.jsonl"),
         "shadow": "/etc/shadow",
+        "owner-only file": str(host_secret_dir / "owner-only.key"),
+        "file in an owner-only folder": str(host_secret_dir / "private" / "readable-inside.txt"),
         # what in-sandbox tools legitimately need stays readable
         "a2rl code": str(pkg / "__init__.py"),
     }

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from scaffold_support import DIAGNOSIS, EXPECTATION, FakeGrader, Judge, record
 
 from a2rl._errors import A2RLError
-from a2rl.extensions.scaffold import Scaffold, install, parse_components, scaffold_config
+from a2rl.extensions.scaffold import Scaffold, install
 from a2rl.extensions.scaffold._analysis import render_scaffold, scaffold_analysis
 from a2rl.extensions.scaffold._review_cli import review_run
 from a2rl.extensions.scaffold._routes import scaffold_router
@@ -25,7 +25,9 @@ from a2rl.records import (
     RunConfig,
     RunRecord,
     ScaffoldConfig,
+    parse_components,
     read_jsonl,
+    scaffold_config,
 )
 from a2rl.records._scaffold import (
     CheckpointEvent,

@@ -160,7 +160,7 @@ def _scaffold_option(components: str | None, options: list[str] | None) -> dict[
 
             raise A2RLError("--scaffold-opt without --scaffold", "add --scaffold journal,...")
         return {}
-    from a2rl.extensions.scaffold import scaffold_config
+    from a2rl.records import scaffold_config
 
     return {"scaffold": scaffold_config(components, _pairs(options, "--scaffold-opt"))}
 

@@ -91,6 +91,8 @@ from a2rl.records._scaffold import (
     Suggestion,
     SuggestionOutcome,
     TrainOutput,
+    parse_components,
+    scaffold_config,
 )
 from a2rl.records._skills import (
     SKILLS_FORMAT,
@@ -160,6 +162,6 @@ __all__ = [
     "SkillRead", "SkillUsage", "Split", "StageStructure", "StatusResponse", "Strategy",
     "StrategyChange", "StudyRef", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "Suggestion", "SuggestionOutcome", "TaskInfo", "TaskSpec", "Timings", "TrackingConfig",
-    "TrainOutput", "append_jsonl", "current_submissions", "load_run", "read_json", "read_jsonl",
-    "write_json",
+    "TrainOutput", "append_jsonl", "current_submissions", "load_run", "parse_components",
+    "read_json", "read_jsonl", "scaffold_config", "write_json",
 ]

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from a2rl._errors import A2RLError
 from a2rl.records._base import Record
 
 SCAFFOLD_FORMAT = 1
@@ -449,3 +450,40 @@ class ScaffoldAnalysis(Record):
     """Skills the agent wrote."""
     scaffold_time_share: float | None = None
     """(journal_seconds + skill_seconds) / agent time."""
+
+
+# ---- the run option ----------------------------------------------------------------------
+
+def parse_components(text: str) -> list[str]:
+    """`journal,skills,...` → the component list (`all` = every one; `none` or empty = off)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names in (["all"],):
+        return list(COMPONENTS)
+    if names in ([], ["none"]):
+        return []
+    unknown = [n for n in names if n not in COMPONENTS]
+    if unknown:
+        raise A2RLError(f"unknown scaffold component(s): {', '.join(unknown)}",
+                        f"choose from {', '.join(COMPONENTS)} (comma-separated), or `all`")
+    return [c for c in COMPONENTS if c in names]
+
+
+def scaffold_config(components: str, options: dict[str, str]) -> ScaffoldConfig:
+    """The ScaffoldConfig from `--scaffold` and `--scaffold-opt key=value` pairs."""
+    fields = ScaffoldConfig.model_fields
+    data: dict[str, object] = {"components": parse_components(components)}
+    for key, value in options.items():
+        if key not in fields or key == "components":
+            raise A2RLError(f"unknown --scaffold-opt {key!r}",
+                            "choose from " + ", ".join(k for k in fields if k != "components"))
+        if key == "revision_fractions":
+            data[key] = [float(v) for v in value.split(",") if v.strip()]
+        elif value.lower() in ("none", "off", "") and key.startswith("revision_"):
+            data[key] = None
+        else:
+            data[key] = value
+    try:
+        return ScaffoldConfig.model_validate(data)
+    except ValueError as exc:
+        raise A2RLError(f"bad --scaffold-opt: {exc}".splitlines()[0] + " " + str(exc)[:300],
+                        "see `a2rl schema run` (config.scaffold) for the options") from exc

@@ -25,7 +25,9 @@ point group (`name = "pkg.module:Class"`).
 from __future__ import annotations
 
 import glob
+import os
 import pkgutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +51,61 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/op
 # root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
+OWNER_ONLY_ROOTS = ("/etc", "/opt")
+"""Where an administrator keeps files only root may read (keys, database and service
+configuration); searched for them when a2rl runs as root (`owner_only_paths`)."""
+
+
+def owner_only_paths(roots: Sequence[str] = OWNER_ONLY_ROOTS) -> tuple[list[str], list[str]]:
+    """(files, folders) under `roots` that other users may not read: the agent would read them
+    as root's own when a2rl runs as root (the user namespace maps the agent to the invoking
+    uid), so a backend with that mapping masks them. Empty when a2rl does not run as root.
+    A folder the others cannot list or enter is masked whole; links are not followed."""
+    if os.geteuid() != 0:
+        return [], []
+    files: list[str] = []
+    folders: list[str] = []
+    for root in roots:
+        if not os.path.isdir(root) or os.path.islink(root):
+            continue
+        for here, dirs, names in os.walk(root):
+            keep = []
+            for d in dirs:
+                path = os.path.join(here, d)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode) and (st.st_mode & 0o005) != 0o005:
+                    folders.append(path)
+                elif stat.S_ISDIR(st.st_mode):
+                    keep.append(d)
+            dirs[:] = keep
+            for name in names:
+                path = os.path.join(here, name)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o004:
+                    files.append(path)
+    return sorted(files), sorted(folders)
+
+
+def masked_system_paths() -> tuple[list[str], list[str]]:
+    """(files, folders) a backend hides inside the mounted system folders: the known secrets
+    (`MASKED_FILES`, `MASKED_DIRS`) and, when a2rl runs as root, every file and folder there
+    that only its owner may read (`owner_only_paths`)."""
+    files = [f for f in MASKED_FILES if Path(f).exists()]
+    folders = [d for d in MASKED_DIRS if Path(d).is_dir()]
+    owner_files, owner_dirs = owner_only_paths()
+    covered = [*files, *folders]
+    folders += [d for d in owner_dirs
+                if not any(d == c or d.startswith(c + "/") for c in covered)]
+    covered = [*files, *folders]
+    files += [f for f in owner_files
+              if not any(f == c or f.startswith(c + "/") for c in covered)]
+    return files, folders
 
 
 def system_mount_args(dirs: tuple[str, ...]) -> list[str]:

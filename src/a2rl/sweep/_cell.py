@@ -221,7 +221,7 @@ def _config(spec: CellSpec, sweep_dir: Path) -> RunConfig:
 
     extra: dict[str, Any] = run_config_fields(spec.run)
     if spec.scaffold is not None:
-        from a2rl.extensions.scaffold import scaffold_config
+        from a2rl.records import scaffold_config
 
         extra["scaffold"] = scaffold_config(spec.scaffold, dict(spec.scaffold_options))
     return RunConfig(task=spec.task, task_params=dict(spec.task_options), agent=spec.agent,

@@ -358,7 +358,7 @@ class Matrix(_Strict):
     @field_validator("scaffolds")
     @classmethod
     def _scaffolds(cls, v: list[str | None]) -> list[str | None]:
-        from a2rl.extensions.scaffold import parse_components
+        from a2rl.records import parse_components
 
         out: list[str | None] = []
         for arm in v:

@@ -14,13 +14,12 @@ from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
 from a2rl.sandbox._limits import Limits, PidsCgroup, apply_rlimits
 from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._sandbox import (
-    MASKED_DIRS,
-    MASKED_FILES,
     READ_ONLY_ENTRIES,
     SANDBOX_UID,
     SYSTEM_DIRS,
     gpu_devices,
     inside,
+    masked_system_paths,
     mounted_roots,
     probe_failure,
     python_roots,
@@ -81,9 +80,9 @@ class BwrapSandbox:
                 "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "a2rl-sandbox"]
         args += system_mount_args(SYSTEM_DIRS)
-        args += [arg for f in MASKED_FILES if Path(f).exists()
-                 for arg in ("--ro-bind", "/dev/null", f)]
-        args += [arg for d in MASKED_DIRS if Path(d).is_dir() for arg in ("--tmpfs", d)]
+        files, folders = masked_system_paths()
+        args += [arg for f in files for arg in ("--ro-bind", "/dev/null", f)]
+        args += [arg for d in folders for arg in ("--tmpfs", d)]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
         for dev in gpu_devices():
             args += ["--dev-bind", dev, dev]

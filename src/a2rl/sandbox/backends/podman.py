@@ -38,12 +38,11 @@ from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
 from a2rl.sandbox._limits import Limits
 from a2rl.sandbox._masks import Masks, sandbox_masks
 from a2rl.sandbox._sandbox import (
-    MASKED_DIRS,
-    MASKED_FILES,
     READ_ONLY_ENTRIES,
     SANDBOX_UID,
     SYSTEM_DIRS,
     gpu_devices,
+    masked_system_paths,
     mounted_roots,
     probe_failure,
     python_roots,
@@ -181,8 +180,9 @@ class PodmanSandbox:
             p = Path(d)
             if p.is_dir() and not p.is_symlink():
                 args += ["-v", f"{d}:{d}:ro"]
-        args += [a for f in MASKED_FILES if Path(f).exists() for a in ("-v", f"/dev/null:{f}:ro")]
-        args += [a for d in MASKED_DIRS if Path(d).is_dir()
+        files, folders = masked_system_paths()
+        args += [a for f in files for a in ("-v", f"/dev/null:{f}:ro")]
+        args += [a for d in folders
                  for a in ("--mount", f"type=tmpfs,destination={d},notmpcopyup")]
         for root in python_roots():
             if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
