@@ -223,6 +223,26 @@ def test_run_goes_through_the_plugin_backend(plugin_path: Path, tiny_model: Path
                                                                        "word": "hello"}
 
 
+def test_an_extension_adds_a_cli_command(plugin_path: Path, tmp_path: Path) -> None:
+    """The plug-in's `a2rl.commands` entry point becomes `a2rl testplugin-stamp-show`, listed in
+    --help and run with its argument; without the plug-in the command does not exist. The
+    built-in `review` comes the same way, from the scaffold extension."""
+    listed = subprocess.run([sys.executable, "-m", "a2rl.cli", "--help"], capture_output=True,
+                            text=True, env=_env(plugin_path), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "testplugin-stamp-show" in listed.stdout and "review" in listed.stdout
+    (tmp_path / "stamp-closed.json").write_text('{"word": "hi"}')
+    done = subprocess.run([sys.executable, "-m", "a2rl.cli", "testplugin-stamp-show",
+                           str(tmp_path)], capture_output=True, text=True, env=_env(plugin_path),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'stamp: {"word": "hi"}'
+    plain = subprocess.run([sys.executable, "-m", "a2rl.cli", "testplugin-stamp-show",
+                            str(tmp_path)], capture_output=True, text=True, env=_env(None),
+                           timeout=120)
+    assert plain.returncode == 2 and "No such command" in plain.stderr
+
+
 # ---- the plug-in backend meets the sandbox contract -------------------------------------------
 
 @pytest.fixture

@@ -5,7 +5,9 @@ folder exists."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 import os
 import struct
 import subprocess
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from test_integration import config, needs_bwrap, run_dir_of
 
+from a2rl.analysis import PHASES
 from a2rl.records import RunRecord, TrackingConfig, load_run
 from a2rl.runner import run
 
@@ -153,3 +156,84 @@ def test_a_missing_tracker_or_key_fails_before_the_run_folder(tmp_path: Path) ->
         assert out.returncode == 2 and "needs sqlalchemy" in out.stderr, out.stderr
         assert "MLFLOW_TRACKING_URI=file:" in out.stderr
         assert not runs.exists()
+
+
+# A training script the analysis reads as SFT (TRL's SFTTrainer), which waits 3 s and exits
+# before it would import anything: the phase watch sees SFT while it runs.
+TRAIN = b"""import time
+time.sleep(3)
+raise SystemExit(0)
+from trl import SFTConfig, SFTTrainer
+trainer = SFTTrainer(model="base", args=SFTConfig(output_dir="output/sft"), train_dataset=None)
+trainer.train()
+"""
+PHASED_AGENT = ("cmd:mkdir -p code && echo " + base64.b64encode(TRAIN).decode() +
+                " | base64 -d > code/train.py && python code/train.py && " + AGENT[4:])
+
+
+def _tracked_phases(to: str, tmp_path: Path) -> list[tuple[str, dict[str, float]]]:
+    """Each logged phase change in order: (phase, time per phase so far)."""
+    if to == "wandb":
+        out = []
+        for log in tmp_path.glob("runs/arith/*/wandb/offline-run-*/run-*.wandb"):
+            for row in wandb_history(log):
+                if "phase" in row:
+                    seconds = {k.removeprefix("phase_s."): float(v) for k, v in row.items()
+                               if k.startswith("phase_s.")}
+                    out.append((json.loads(row["phase"]), seconds))
+        return out
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"file:{tmp_path / 'mlruns'}")
+    experiment = client.get_experiment_by_name("p")
+    if experiment is None:
+        return []
+    out = []
+    for r in client.search_runs([experiment.experiment_id]):
+        history = {p: {m.step: m.value for m in client.get_metric_history(r.info.run_id,
+                                                                          f"phase_s.{p}")}
+                   for p in PHASES}
+        for m in client.get_metric_history(r.info.run_id, "phase_index"):
+            out.append((PHASES[int(m.value)], {p: h[m.step] for p, h in history.items()
+                                               if m.step in h}))
+    return out
+
+
+# W&B: a second W&B run in one process cannot start its service after the first has finished
+# (MailboxClosedError), so only MLflow is exercised here beside the W&B submission test.
+@needs_bwrap
+@pytest.mark.parametrize("to", ["mlflow"])
+def test_phase_changes_reach_the_tracker_while_the_agent_works(
+        tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent trains (SFT by its script), submits, then waits: while it waits the tracker
+    already holds the SFT phase with its time and the waiting phase it is in now."""
+    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        monkeypatch.setenv(var, str(tmp_path / "wandb-home"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    tracking = TrackingConfig(to=to, project="p", mode="offline" if to == "wandb" else None,  # type: ignore[arg-type]
+                              tracking_uri=None if to == "wandb" else f"file:{tmp_path / 'mlruns'}",
+                              phase_every_s=0.5)
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.update(rec=run(config(
+        tmp_path, tiny_model, PHASED_AGENT, budget_s=900, tracking=tracking))), daemon=True)
+    thread.start()
+    seen: list[tuple[str, dict[str, float]]] = []
+    status_then = None
+    deadline = time.monotonic() + 600  # a loaded machine may be slow; nothing waits on a timer
+    while time.monotonic() < deadline and thread.is_alive():
+        seen = _tracked_phases(to, tmp_path)
+        if seen and seen[-1][0] == "checkpoint/waiting" and "SFT" in [p for p, _ in seen]:
+            [run_json] = tmp_path.glob("runs/arith/*/run.json")
+            status_then = load_run(run_json.parent).status
+            break
+        time.sleep(1)
+    for ws in tmp_path.glob("runs/arith/*/workspace"):
+        (ws / "go").touch()
+    thread.join(timeout=600)
+    rec: RunRecord = result["rec"]
+    assert rec.status == "finished" and rec.exec_traced, rec
+    assert status_then == "running", seen
+    phases = [p for p, _ in seen]
+    assert all(a != b for a, b in zip(phases, phases[1:], strict=False)), phases
+    assert set(phases) <= set(PHASES)
+    assert seen[-1][1].get("SFT", 0.0) >= 2.0, seen

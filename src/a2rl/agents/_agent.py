@@ -14,9 +14,12 @@ import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from a2rl.workspace import Workspace
+
+if TYPE_CHECKING:
+    from a2rl.agents._events import AgentEvent
 
 # Variables a user may set for the agent's tools; everything else in the harness's
 # environment (API keys of judges, the user's tokens) stays out of the sandbox.
@@ -119,6 +122,11 @@ class Agent(ABC):
     def write_events(self, agent_dir: Path) -> int:
         """Write agent/events.jsonl from the transcript, if this agent has a parser."""
         return 0
+
+    def live_events(self, agent_dir: Path) -> list[AgentEvent] | None:
+        """The events of the transcript written so far (while the agent runs), or None if
+        this agent has no parser."""
+        return None
 
 
 class CommandAgent(Agent):

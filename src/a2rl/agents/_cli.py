@@ -313,6 +313,11 @@ class CLIAgent(Agent):
         (agent_dir / PARSE_REPORT).write_text(parsed.report.model_dump_json(indent=2) + "\n")
         return len(parsed.events)
 
+    def live_events(self, agent_dir: Path) -> list[AgentEvent] | None:
+        """The transcript so far, parsed; its last line may be cut mid-write, which the
+        parsers count as unreadable and skip."""
+        return self.parse_transcript(list(read_transcript(agent_dir))).events
+
 
 def _workspace_facts(ctx: AgentContext) -> str:
     gpus = sorted(Path("/dev").glob("nvidia[0-9]*"))

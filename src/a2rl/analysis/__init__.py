@@ -6,7 +6,8 @@ scripts; `_configs`: config-driven frameworks); the vocabulary of methods is in 
 from a2rl.analysis._analyze import IterationBuilder, LiveSummary, analyze_run, render_markdown
 from a2rl.analysis._audit import contamination
 from a2rl.analysis._launch import CommandReader
-from a2rl.analysis._phases import span_union
+from a2rl.analysis._live_phase import PhaseNow, phase_so_far
+from a2rl.analysis._phases import PHASES, span_union
 from a2rl.analysis._routes import Detection, analyse_script, route_of, training_kind
 from a2rl.records import (
     Experiment,
@@ -16,7 +17,7 @@ from a2rl.records import (
     RunAnalysis,
 )
 
-__all__ = ["CommandReader", "Detection", "Experiment", "Finding", "IterationBuilder",
-           "IterationSummary", "LiveSummary", "ProcessMetrics", "RunAnalysis", "analyse_script",
-           "analyze_run", "contamination", "render_markdown", "route_of", "span_union",
-           "training_kind"]
+__all__ = ["PHASES", "CommandReader", "Detection", "Experiment", "Finding", "IterationBuilder",
+           "IterationSummary", "LiveSummary", "PhaseNow", "ProcessMetrics", "RunAnalysis",
+           "analyse_script", "analyze_run", "contamination", "phase_so_far", "render_markdown",
+           "route_of", "span_union", "training_kind"]

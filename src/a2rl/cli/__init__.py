@@ -2,16 +2,16 @@
 group, and the option types they share (a2rl.cli._options), assembled here. Heavy modules are
 imported inside commands so `--help` stays fast.
 
-`a2rl --help` lists the commands in the order registered below, then the command groups in
-theirs."""
+`a2rl --help` lists the commands in the order registered below (then those that run extensions
+add, `a2rl.extensions.commands`), then the command groups in theirs."""
 
 from __future__ import annotations
 
 from a2rl.cli import analyze, catalog, eval, imports, models, report, rollout, run, runs, sweep
 from a2rl.cli._app import app, main
+from a2rl.extensions import commands
 
 app.command()(run.run)
-app.command()(run.review)
 app.command()(sweep.sweep)
 app.command()(run.demo)
 app.command()(analyze.analyze)
@@ -21,6 +21,8 @@ app.command()(rollout.rollout)
 app.command("eval")(eval.eval_cmd)
 app.command()(eval.rescore)
 app.command("prepare-model")(models.prepare_model)
+for _name in commands.names():
+    app.command(_name)(commands.get(_name))
 
 app.add_typer(runs.runs_app, name="runs")
 app.add_typer(catalog.agents_app, name="agents")

@@ -1,6 +1,5 @@
-"""`a2rl run`, `a2rl demo` and `a2rl review`: one run (the demo: the offline reference run),
-its options checked before anything heavy starts, and a person's verdict on the plan a
-scaffold run's agent submitted. a2rl.cli registers the commands."""
+"""`a2rl run` and `a2rl demo`: one run (the demo: the offline reference run), its options
+checked before anything heavy starts. a2rl.cli registers the commands."""
 
 from __future__ import annotations
 
@@ -163,20 +162,6 @@ def _scaffold_option(components: str | None, options: list[str] | None) -> dict[
     from a2rl.records import scaffold_config
 
     return {"scaffold": scaffold_config(components, _pairs(options, "--scaffold-opt"))}
-
-
-def review(
-    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<task>/<run_id>).")],
-    verdict: Annotated[str | None, typer.Option(help="approve or revise (default: ask).")] = None,
-    rationale: Annotated[str | None, typer.Option(help="Why (default: ask).")] = None,
-    change: Annotated[list[str] | None, typer.Option(help="A requested change (revise; "
-                                                      "repeatable).")] = None,
-) -> None:
-    """Review the plan a scaffold run's agent submitted (--scaffold plan-review with
-    --scaffold-opt reviewer=person): shows it, records your verdict for the agent."""
-    from a2rl.extensions.scaffold import review_run
-
-    review_run(run_dir, verdict=verdict, rationale=rationale, changes=change or [])
 
 
 def _grading_options(final: str, test_fraction: float, keep_artifacts: str,

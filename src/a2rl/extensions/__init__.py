@@ -17,10 +17,15 @@ A third-party extension registers through an entry point of the `a2rl.extensions
 consults it when `RunConfig.extensions` has an entry under its name (the extension's options);
 it is active when its `enabled(config)` agrees (by default: whenever named). Its hooks run
 after the built-ins', in the order of `RunConfig.extensions`.
+
+An extension may also add commands to the `a2rl` command line (`COMMANDS`; third-party ones
+through the `a2rl.commands` group): each is a function whose parameters Typer reads as the
+command's arguments and options.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +47,13 @@ BUILTIN = {
 """Name -> the module that registers it; the order is the order of their hooks."""
 
 extensions: Registry[type[RunExtension]] = Registry("extension", "a2rl.extensions", BUILTIN)
+
+COMMANDS = {
+    "review": "a2rl.extensions.scaffold._review_cli:review",
+}
+"""Command name -> the function behind it ("module:function"), for `a2rl <name>`."""
+
+commands: Registry[Callable[..., object]] = Registry("command", "a2rl.commands", COMMANDS)
 
 
 def extension_class(name: str) -> type[RunExtension]:
@@ -101,6 +113,6 @@ def add_to_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
         cls.add_to_analysis(run_dir, record, analysis)
 
 
-__all__ = ["BUILTIN", "AgentLaunch", "ReportSection", "RunExtension", "TaskPart",
-           "add_to_analysis", "extension_class", "extensions", "recorded", "report_sections",
+__all__ = ["BUILTIN", "COMMANDS", "AgentLaunch", "ReportSection", "RunExtension", "TaskPart",
+           "add_to_analysis", "commands", "extension_class", "extensions", "recorded", "report_sections",
            "select", "submit_refusals"]

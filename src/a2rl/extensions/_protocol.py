@@ -119,6 +119,8 @@ class AgentLaunch:
     """The relay of host ports into the sandbox's own network namespace (None: none)."""
     trace_syscalls: list[str] = field(default_factory=list)
     """Syscalls an exec tracer records besides execve."""
+    trace_hide: list[list[str]] = field(default_factory=list)
+    """Command-line prefixes of the sandbox's own programs, which an exec trace leaves out."""
     started_epoch: float | None = None
     """When the agent started (epoch seconds), from `agent_started` on."""
 

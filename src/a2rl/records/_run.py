@@ -77,6 +77,8 @@ class TrackingConfig(Record):
     """MLflow tracking URI (None: MLflow's default, ./mlruns)."""
     mode: Literal["online", "offline"] | None = None
     """W&B mode (offline: written locally, `wandb sync` later; None: W&B's own default)."""
+    phase_every_s: float = Field(default=30.0, gt=0)
+    """How often the agent's phase is read while it works (seconds); a change is logged."""
 
 
 class RunConfig(Record):

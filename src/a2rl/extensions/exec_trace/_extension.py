@@ -53,6 +53,7 @@ class ExecTraceExtension(RunExtension):
 
         self.hide = [[launch.argv[launch.argv.index("--") + 1]]] if sandbox.sandboxed else []
         self.hide.append([sys.executable, "-c", BRIDGE_CODE])
+        launch.trace_hide = self.hide
 
     def agent_starting(self, part: TaskPart, launch: AgentLaunch) -> None:
         part.record.exec_traced = self.strace is not None

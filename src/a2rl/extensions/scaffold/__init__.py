@@ -14,10 +14,35 @@ Records: `a2rl.records` (scaffold.json, scaffold/*.jsonl); analysis of a scaffol
 
 from __future__ import annotations
 
-from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, read_scaffold_files
-from a2rl.extensions.scaffold._review_cli import review_run
-from a2rl.extensions.scaffold._workspace import SCRIPT, install
-from a2rl.records import COMPONENTS, ScaffoldConfig
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, read_scaffold_files
+    from a2rl.extensions.scaffold._review_cli import review_run
+    from a2rl.extensions.scaffold._workspace import SCRIPT, install
+    from a2rl.records import COMPONENTS, ScaffoldConfig
+
+# Public name -> the module that defines it. Imported on first use, so loading one part of the
+# scaffold (its CLI command, for `a2rl --help`) does not load the rest.
+_HOMES = {
+    "Scaffold": "a2rl.extensions.scaffold._core",
+    "normalize_strategy": "a2rl.extensions.scaffold._core",
+    "read_scaffold_files": "a2rl.extensions.scaffold._core",
+    "review_run": "a2rl.extensions.scaffold._review_cli",
+    "SCRIPT": "a2rl.extensions.scaffold._workspace",
+    "install": "a2rl.extensions.scaffold._workspace",
+    "COMPONENTS": "a2rl.records",
+    "ScaffoldConfig": "a2rl.records",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "COMPONENTS", "SCRIPT", "Scaffold", "ScaffoldConfig", "install", "normalize_strategy",

@@ -1,22 +1,41 @@
 """`a2rl review <run>`: a person reviews the agent's pending plan from a terminal.
 
 The review is written to `scaffold/reviews/<plan_id>.json` in the run folder; the running
-harness ingests it within a second and the agent sees it at its next poll.
+harness ingests it within a second and the agent sees it at its next poll. The command is
+registered with the CLI through `a2rl.extensions.COMMANDS`; this module imports only Typer at
+load time so `a2rl --help` stays fast.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
+import typer
 
-from a2rl._errors import A2RLError
-from a2rl._util import atomic_write_text
-from a2rl.extensions.scaffold._core import PLANS, REVIEWS
-from a2rl.records import PlanEvent, PlanReview, read_jsonl
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from a2rl.records import PlanEvent, PlanReview
+
+
+def review(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<task>/<run_id>).")],
+    verdict: Annotated[str | None, typer.Option(help="approve or revise (default: ask).")] = None,
+    rationale: Annotated[str | None, typer.Option(help="Why (default: ask).")] = None,
+    change: Annotated[list[str] | None, typer.Option(help="A requested change (revise; "
+                                                      "repeatable).")] = None,
+) -> None:
+    """Review the plan a scaffold run's agent submitted (--scaffold plan-review with
+    --scaffold-opt reviewer=person): shows it, records your verdict for the agent."""
+    review_run(run_dir, verdict=verdict, rationale=rationale, changes=change or [])
 
 
 def pending_plan(run_dir: Path) -> PlanEvent | None:
+    """The latest plan the agent submitted that has no review yet, if any."""
+    from a2rl.extensions.scaffold._core import PLANS
+    from a2rl.records import PlanEvent, read_jsonl
+
     path = run_dir / "scaffold" / PLANS
     if not path.exists():
         return None
@@ -31,6 +50,14 @@ def pending_plan(run_dir: Path) -> PlanEvent | None:
 
 def review_run(run_dir: Path, *, verdict: str | None, rationale: str | None,
                changes: list[str], console: Console | None = None) -> PlanReview:
+    """Show the pending plan, take the verdict (asking for what is not given) and record it."""
+    from rich.console import Console
+
+    from a2rl._errors import A2RLError
+    from a2rl._util import atomic_write_text
+    from a2rl.extensions.scaffold._core import REVIEWS
+    from a2rl.records import PlanReview
+
     console = console or Console()
     if not (run_dir / "scaffold").is_dir():
         raise A2RLError(f"{run_dir} is not a scaffold run (no scaffold/ folder)",

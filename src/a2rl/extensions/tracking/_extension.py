@@ -1,7 +1,8 @@
 """Live tracking as a run extension (`RunConfig.tracking`, `--log-to`): a tracker per task part,
 opened once the part's record is complete, fed the baseline and each finished submission, and
-finished after run.json and the analysis are written. The tracker is checked (package, key,
-store) by the CLI before the run folder exists."""
+finished after run.json and the analysis are written; while the agent works a `PhaseWatch`
+logs each change of its phase. The tracker is checked (package, key, store) by the CLI before
+the run folder exists."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from a2rl._console import safe
-from a2rl.extensions import RunExtension, TaskPart, extensions
+from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 from a2rl.extensions.tracking._live import LiveTracker, open_tracker
+from a2rl.extensions.tracking._phase_watch import PhaseWatch
 
 if TYPE_CHECKING:
     from a2rl.grader import BaselineRecord, SubmissionRecord
@@ -26,6 +28,7 @@ class TrackingExtension(RunExtension):
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
         self._trackers: dict[Path, LiveTracker] = {}
+        self._watches: dict[Path, PhaseWatch] = {}
 
     @classmethod
     def enabled(cls, config: RunConfig) -> bool:
@@ -41,11 +44,30 @@ class TrackingExtension(RunExtension):
         if tracker := self._trackers.get(part.run_dir):
             tracker.baseline(baseline.score, baseline.n_items)
 
+    def agent_started(self, part: TaskPart, launch: AgentLaunch) -> None:
+        tracker = self._trackers.get(part.run_dir)
+        if tracker is None or launch.started_epoch is None or part.config.tracking is None:
+            return
+        watch = PhaseWatch(tracker, part.run_dir, agent=launch.agent, agent_dir=launch.agent_dir,
+                           started_epoch=launch.started_epoch,
+                           traced=bool(part.record.exec_traced), hide=launch.trace_hide,
+                           every_s=part.config.tracking.phase_every_s,
+                           say=lambda text: part.console.print(safe(text), style="yellow"))
+        self._watches[part.run_dir] = watch
+        watch.start()
+
+    def agent_exited(self, launch: AgentLaunch) -> None:
+        for part in launch.parts:
+            if watch := self._watches.get(part.run_dir):
+                watch.stop()
+
     def submission_finished(self, part: TaskPart, record: SubmissionRecord,
                             best: float | None) -> None:
         if tracker := self._trackers.get(part.run_dir):
             tracker.submission(record)
 
     def run_closing(self, part: TaskPart) -> None:
+        if watch := self._watches.pop(part.run_dir, None):
+            watch.stop()
         if tracker := self._trackers.get(part.run_dir):
             tracker.finish()

@@ -3,10 +3,13 @@
 `check_tracking` runs before the run folder exists (the library is importable, W&B has a key
 or runs offline, an MLflow store is usable and writable), so a 12-hour run never fails at its end
 for a tracker. `LiveTracker` is fed by the runner: the baseline once it is scored, each
-submission as the grader finishes it (step = its sequence number), and at the close the
-summary (baseline, best, improvement, hidden final, time per phase) with run.json and
-summary.md as artifacts. What is logged comes from the grader's records only, never from the
-workspace. A tracker failure is printed and never fails the run.
+submission as the grader finishes it (charted against its sequence number `seq`), each change
+of the agent's phase (`phase`, `phase_index` and the time per phase so far `phase_s.*`, charted
+against the agent's hours `elapsed_h`), and at the close the summary (baseline, best,
+improvement, hidden final, time per phase) with run.json and summary.md as artifacts.
+Scores come from the grader's records only; the phase is labelled as the run's analysis labels
+it (the exec trace or the agent's event log, read against the workspace's scripts). A tracker
+failure is printed and never fails the run.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from a2rl._errors import A2RLError
 from a2rl.records import RunRecord, SubmissionRecord, TrackingConfig, load_run
+
+if TYPE_CHECKING:
+    from a2rl.analysis import PhaseNow
 
 
 class _Say(Protocol):
@@ -180,6 +186,14 @@ class LiveTracker:
                 kwargs["mode"] = cfg.mode
             self._wandb = wandb.init(**kwargs)
             self.id = str(self._wandb.id)
+            # Rows carry their own x values (W&B's step counts rows): submissions are charted
+            # by sequence number, phases by the agent's hours.
+            self._wandb.define_metric("seq")
+            self._wandb.define_metric("elapsed_h")
+            for key in ("score", "improvement", "baseline", "baseline_items"):
+                self._wandb.define_metric(key, step_metric="seq")
+            for key in ("phase_index", "phase_s.*"):
+                self._wandb.define_metric(key, step_metric="elapsed_h")
         else:
             mlflow = _module("mlflow")
             uri = _mlflow_uri(cfg)
@@ -199,28 +213,39 @@ class LiveTracker:
             for i in range(0, len(items), 100):
                 self._client.log_batch(self.id, params=[Param(k, v) for k, v in items[i:i + 100]])
 
-    def _metrics(self, values: dict[str, float], step: int | None) -> None:
+    def _metrics(self, values: dict[str, float], step: int,
+                 tags: dict[str, str] | None = None) -> None:
+        """One row: W&B logs it with its x values inside; MLflow at `step`, with `tags`."""
         with self._lock:
             if self._closed:
                 return
             try:
                 if self.cfg.to == "wandb":
                     # commit: the row is written now (the offline log, the live chart), not
-                    # when the next step arrives
-                    self._wandb.log(values, step=step, commit=True)
+                    # when the next row arrives
+                    self._wandb.log({**values, **(tags or {})}, commit=True)
                 else:
                     for key, value in values.items():
-                        self._client.log_metric(self.id, key, value, step=step or 0)
+                        self._client.log_metric(self.id, key, value, step=step)
+                    for key, text in (tags or {}).items():
+                        self._client.set_tag(self.id, key, text)
             except Exception as exc:  # a tracker problem never fails the run
                 self.say(f"logging to {self.cfg.to} failed: {type(exc).__name__}: {exc}")
 
     def baseline(self, score: float, n_items: int) -> None:
-        self._metrics({"baseline": float(score), "baseline_items": float(n_items)}, step=0)
+        self._metrics({"baseline": float(score), "baseline_items": float(n_items), "seq": 0.0},
+                      step=0)
 
     def submission(self, sub: SubmissionRecord) -> None:
         step = _step(sub)
         if step is not None:
             self._metrics(step, step=sub.seq)
+
+    def phase(self, now: PhaseNow) -> None:
+        """The agent's phase changed: the new phase and the time per phase so far."""
+        values = {"phase_index": float(now.index), "elapsed_h": now.at_s / 3600,
+                  **{f"phase_s.{p}": float(s) for p, s in now.seconds.items()}}
+        self._metrics(values, step=int(now.at_s), tags={"phase": now.phase})
 
     def finish(self) -> None:
         """The summary and the run's records; ends the tracker's run."""

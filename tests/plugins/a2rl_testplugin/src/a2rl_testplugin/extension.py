@@ -28,3 +28,9 @@ class StampExtension(RunExtension):
     def run_closing(self, part: TaskPart) -> None:
         (part.run_dir / "stamp-closed.json").write_text(json.dumps(
             {"status": part.record.status, "word": self._word()}))
+
+
+def stamp_show(run_dir: Path) -> None:
+    """`a2rl testplugin-stamp-show RUN_DIR`: a command the extension adds to the CLI; prints
+    what the extension recorded at the run's close."""
+    print("stamp:", (run_dir / "stamp-closed.json").read_text())

@@ -1,0 +1,108 @@
+"""The phase the agent is in while the run goes (for live tracking), by the same labels as the
+run's analysis (`_phases`).
+
+With an exec trace the raw strace log written so far is parsed on the agent's clock: the phase
+is that of the most specific program running now, else that of the program started last (the
+agent is thinking between programs). Without one, the agent's event log so far: the phase of
+its last turn. Scripts are read from the workspace as they are now (the agent's code folder and
+the workspace root, text files only, bounded), since the latest code snapshot may predate the
+script just launched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from a2rl.analysis._launch import CommandReader
+from a2rl.analysis._phases import _PRIORITY, PHASES, phase_times, turn_phases
+from a2rl.recording import parse_exec_log
+from a2rl.records import AgentEvent, ExecEvent
+
+_TEXT = (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg")
+_MAX_FILES = 2000
+_MAX_BYTES = 1 << 20
+_SKIP = {"__pycache__", "node_modules", "wandb", ".git", ".venv", "output"}
+
+
+@dataclass(frozen=True)
+class PhaseNow:
+    """The agent's phase at `at_s` (seconds since the agent started)."""
+
+    phase: str
+    since_s: float
+    """When the program or turn that set the phase started."""
+    at_s: float
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Time per phase so far (the analysis' phase_seconds, up to now)."""
+    source: str = "exec trace"
+    """What the phase was read from: "exec trace" or "agent events"."""
+
+    @property
+    def index(self) -> int:
+        """The phase's position in `PHASES` (a number a tracker can chart)."""
+        return PHASES.index(self.phase)
+
+
+def live_files(workspace: Path) -> dict[str, str]:
+    """Text files that can say what a command runs: the workspace's top level and its folders
+    other than output/, hidden and tool folders; at most `_MAX_FILES` files of ≤ 1 MiB, no
+    symlinks (an agent's workspace is untrusted)."""
+    out: dict[str, str] = {}
+    if not workspace.is_dir():
+        return out
+    for root, dirs, files in os.walk(workspace):  # os.walk does not follow symlinked folders
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP and not d.startswith("."))
+        for name in sorted(files):
+            if not name.endswith(_TEXT) or name.startswith("."):
+                continue
+            path = Path(root) / name
+            try:
+                if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BYTES:
+                    continue
+                out[path.relative_to(workspace).as_posix()] = path.read_text(errors="replace")
+            except OSError:
+                continue
+            if len(out) >= _MAX_FILES:
+                return out
+    return out
+
+
+def _from_trace(events: list[ExecEvent], reader: CommandReader, now_s: float) -> PhaseNow | None:
+    labelled, seconds = phase_times(events, reader, horizon=now_s)
+    if not labelled:
+        return None
+    running = [(ev, phase) for ev, phase in labelled if ev.end_s is None or ev.end_s > now_s]
+    if running:
+        rank = {p: i for i, p in enumerate(_PRIORITY)}
+        ev, phase = min(running, key=lambda item: (rank.get(item[1], len(rank)),
+                                                   -item[0].start_s))
+    else:
+        ev, phase = max(labelled, key=lambda item: item[0].start_s)
+    return PhaseNow(phase=phase, since_s=ev.start_s, at_s=now_s, seconds=seconds)
+
+
+def phase_so_far(run_dir: Path, now_s: float, *, exec_t0: float | None,
+                 hide: Sequence[Sequence[str]] = (),
+                 agent_events: list[AgentEvent] | None = None) -> PhaseNow | None:
+    """The agent's phase `now_s` seconds after it started; None when nothing it did has a
+    phase yet. `exec_t0` (epoch seconds of the agent's start) says the run is traced; `hide`
+    names the sandbox's own programs in the trace."""
+    reader = CommandReader(live_files(run_dir / "workspace"))
+    raw = run_dir / "agent" / "exec.log"
+    if exec_t0 is not None and raw.is_file():
+        events = [ExecEvent.model_validate(e, from_attributes=True)
+                  for e in parse_exec_log(raw.read_text(errors="replace"), exec_t0,
+                                                 hide=hide)]
+        found = _from_trace(events, reader, now_s)
+        if found is not None:
+            return found
+    if agent_events:
+        turns, seconds = turn_phases(agent_events, reader, now_s)
+        if turns:
+            last = turns[-1]
+            return PhaseNow(phase=str(last["phase"]), since_s=float(str(last["start_s"])),
+                            at_s=now_s, seconds=seconds, source="agent events")
+    return None
