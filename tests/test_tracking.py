@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,25 +81,29 @@ def _tracked_scores(to: str, tmp_path: Path) -> list[float]:
     return [m.value for r in runs for m in client.get_metric_history(r.info.run_id, "score")]
 
 
-@needs_bwrap
-@pytest.mark.parametrize("to", ["wandb", "mlflow"])
-def test_a_scored_submission_reaches_the_tracker_while_the_run_goes(
-        tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _run_while_watching(tmp_path: Path, tiny_model: Path, agent: str, to: str,
+                        monkeypatch: pytest.MonkeyPatch, ready: Callable[[], bool],
+                        **tracking: Any) -> tuple[RunRecord, str | None]:
+    """Run `agent` logging to `to` in a thread; once `ready()` holds, note run.json's status,
+    then let the agent finish (its go-ahead file). Returns the record and that status (None:
+    never ready)."""
     for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
         monkeypatch.setenv(var, str(tmp_path / "wandb-home"))
     monkeypatch.setenv("WANDB_SILENT", "true")
-    tracking = TrackingConfig(to=to, project="p", mode="offline" if to == "wandb" else None,  # type: ignore[arg-type]
-                              tracking_uri=None if to == "wandb" else f"file:{tmp_path / 'mlruns'}")
+    # the test's own MLflow client reads the file store too, perhaps before the run's tracker
+    # has started (MLflow 3 refuses a file store without this)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    cfg = TrackingConfig(to=to, project="p", mode="offline" if to == "wandb" else None,  # type: ignore[arg-type]
+                         tracking_uri=None if to == "wandb" else f"file:{tmp_path / 'mlruns'}",
+                         **tracking)
     result: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: result.update(rec=run(config(
-        tmp_path, tiny_model, AGENT, budget_s=900, tracking=tracking))), daemon=True)
+        tmp_path, tiny_model, agent, budget_s=900, tracking=cfg))), daemon=True)
     thread.start()
-    seen: list[float] = []
     status_then = None
     deadline = time.monotonic() + 600  # a loaded machine may be slow; nothing waits on a timer
     while time.monotonic() < deadline and thread.is_alive():
-        seen = _tracked_scores(to, tmp_path)
-        if seen:
+        if ready():
             [run_json] = tmp_path.glob("runs/arith/*/run.json")
             status_then = load_run(run_json.parent).status
             break
@@ -106,7 +111,20 @@ def test_a_scored_submission_reaches_the_tracker_while_the_run_goes(
     for ws in tmp_path.glob("runs/arith/*/workspace"):
         (ws / "go").touch()
     thread.join(timeout=600)
-    rec: RunRecord = result["rec"]
+    return result["rec"], status_then
+
+
+@needs_bwrap
+@pytest.mark.parametrize("to", ["wandb", "mlflow"])
+def test_a_scored_submission_reaches_the_tracker_while_the_run_goes(
+        tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[float] = []
+
+    def ready() -> bool:
+        seen[:] = _tracked_scores(to, tmp_path)
+        return bool(seen)
+
+    rec, status_then = _run_while_watching(tmp_path, tiny_model, AGENT, to, monkeypatch, ready)
     assert seen, "no scored submission reached the tracker while the agent waited"
     assert status_then == "running"
     assert rec.status == "finished" and rec.submissions[0].status == "baseline_copy"
@@ -207,30 +225,14 @@ def test_phase_changes_reach_the_tracker_while_the_agent_works(
         tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent trains (SFT by its script), submits, then waits: while it waits the tracker
     already holds the SFT phase with its time and the waiting phase it is in now."""
-    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
-        monkeypatch.setenv(var, str(tmp_path / "wandb-home"))
-    monkeypatch.setenv("WANDB_SILENT", "true")
-    tracking = TrackingConfig(to=to, project="p", mode="offline" if to == "wandb" else None,  # type: ignore[arg-type]
-                              tracking_uri=None if to == "wandb" else f"file:{tmp_path / 'mlruns'}",
-                              phase_every_s=0.5)
-    result: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: result.update(rec=run(config(
-        tmp_path, tiny_model, PHASED_AGENT, budget_s=900, tracking=tracking))), daemon=True)
-    thread.start()
     seen: list[tuple[str, dict[str, float]]] = []
-    status_then = None
-    deadline = time.monotonic() + 600  # a loaded machine may be slow; nothing waits on a timer
-    while time.monotonic() < deadline and thread.is_alive():
-        seen = _tracked_phases(to, tmp_path)
-        if seen and seen[-1][0] == "checkpoint/waiting" and "SFT" in [p for p, _ in seen]:
-            [run_json] = tmp_path.glob("runs/arith/*/run.json")
-            status_then = load_run(run_json.parent).status
-            break
-        time.sleep(1)
-    for ws in tmp_path.glob("runs/arith/*/workspace"):
-        (ws / "go").touch()
-    thread.join(timeout=600)
-    rec: RunRecord = result["rec"]
+
+    def ready() -> bool:
+        seen[:] = _tracked_phases(to, tmp_path)
+        return bool(seen) and seen[-1][0] == "checkpoint/waiting" and "SFT" in [p for p, _ in seen]
+
+    rec, status_then = _run_while_watching(tmp_path, tiny_model, PHASED_AGENT, to, monkeypatch,
+                                           ready, phase_every_s=0.5)
     assert rec.status == "finished" and rec.exec_traced, rec
     assert status_then == "running", seen
     phases = [p for p, _ in seen]

@@ -1,12 +1,15 @@
-"""Small helpers shared by several modules (atomic writes, hashing, time)."""
+"""Small helpers shared by several modules (atomic writes, hashing, time, lazy exports)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import importlib
 import json
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +61,17 @@ def parse_duration(text: str) -> float:
     if number:
         raise ValueError(f"duration {text!r} has a number without a unit (use h, m or s)")
     return total
+
+
+def lazy_exports(module: str, homes: dict[str, str]) -> Callable[[str], Any]:
+    """A package's `__getattr__` (PEP 562): each public name in `homes` is imported from the
+    module named there on first use and kept in the package; any other name is an
+    AttributeError."""
+    def attribute(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        setattr(sys.modules[module], name, value)
+        return value
+    return attribute

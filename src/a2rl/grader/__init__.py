@@ -6,8 +6,9 @@ evaluation for nothing (0.3 s of the harness's overhead per evaluation)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a2rl._util import lazy_exports
 
 if TYPE_CHECKING:
     from a2rl.grader._artifact import (
@@ -96,13 +97,7 @@ _HOMES = {
 """Where each public name is defined."""
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 __all__ = [
     "EVALUATOR_VERSION", "BaselineRecord", "BestSoFar", "EvalFailed", "EvalJob",

@@ -14,8 +14,9 @@ Records: `a2rl.records` (scaffold.json, scaffold/*.jsonl); analysis of a scaffol
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a2rl._util import lazy_exports
 
 if TYPE_CHECKING:
     from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, read_scaffold_files
@@ -37,11 +38,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 
 __all__ = [
