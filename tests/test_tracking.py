@@ -217,10 +217,8 @@ def _tracked_phases(to: str, tmp_path: Path) -> list[tuple[str, dict[str, float]
     return out
 
 
-# W&B: a second W&B run in one process cannot start its service after the first has finished
-# (MailboxClosedError), so only MLflow is exercised here beside the W&B submission test.
 @needs_bwrap
-@pytest.mark.parametrize("to", ["mlflow"])
+@pytest.mark.parametrize("to", ["wandb", "mlflow"])
 def test_phase_changes_reach_the_tracker_while_the_agent_works(
         tmp_path: Path, tiny_model: Path, to: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent trains (SFT by its script), submits, then waits: while it waits the tracker

@@ -75,3 +75,16 @@ def lazy_exports(module: str, homes: dict[str, str]) -> Callable[[str], Any]:
         setattr(sys.modules[module], name, value)
         return value
     return attribute
+
+
+_KEPT: set[int] = set()
+
+
+def keep_process(pid: int) -> None:
+    """Mark a child this process started that serves every run in it (a tracker's service):
+    the cleanup after one run spares it, although it may hold files in that run's folder."""
+    _KEPT.add(pid)
+
+
+def kept_processes() -> frozenset[int]:
+    return frozenset(_KEPT)

@@ -24,6 +24,7 @@ from a2rl.records import AgentEvent, ExecEvent
 _TEXT = (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg")
 _MAX_FILES = 2000
 _MAX_BYTES = 1 << 20
+_MAX_TOTAL = 32 << 20
 _SKIP = {"__pycache__", "node_modules", "wandb", ".git", ".venv", "output"}
 
 
@@ -48,9 +49,10 @@ class PhaseNow:
 
 def live_files(workspace: Path) -> dict[str, str]:
     """Text files that can say what a command runs: the workspace's top level and its folders
-    other than output/, hidden and tool folders; at most `_MAX_FILES` files of ≤ 1 MiB, no
-    symlinks (an agent's workspace is untrusted)."""
+    other than output/, hidden and tool folders; at most `_MAX_FILES` files of ≤ 1 MiB and
+    32 MiB in all, no symlinks (an agent's workspace is untrusted)."""
     out: dict[str, str] = {}
+    total = 0
     if not workspace.is_dir():
         return out
     for root, dirs, files in os.walk(workspace):  # os.walk does not follow symlinked folders
@@ -62,7 +64,14 @@ def live_files(workspace: Path) -> dict[str, str]:
             try:
                 if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BYTES:
                     continue
-                out[path.relative_to(workspace).as_posix()] = path.read_text(errors="replace")
+                # no link, no blocking on a FIFO swapped in after the check, bounded read
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as fh:
+                    data = fh.read(_MAX_BYTES)
+                if total + len(data) > _MAX_TOTAL:
+                    return out
+                total += len(data)
+                out[path.relative_to(workspace).as_posix()] = data.decode(errors="replace")
             except OSError:
                 continue
             if len(out) >= _MAX_FILES:

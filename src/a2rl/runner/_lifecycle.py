@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 
 from a2rl._errors import A2RLError
-from a2rl._util import atomic_write_text, utcnow
+from a2rl._util import atomic_write_text, kept_processes, utcnow
 from a2rl.records import ProcessProof, RunRecord
 from a2rl.runner._supervise import HarnessTerminated, descendants
 
@@ -101,9 +101,9 @@ def kill_leftover_groups(run_dirs: list[Path]) -> list[int]:
     """SIGKILL what this harness started for these runs and is still alive (an evaluation
     child in flight when a signal stopped the run, a sandbox that outlived its agent): this
     process's descendants whose working directory or command line lies in a run directory.
-    A process leading its own group is killed with its group; never this process's group.
-    Returns the pids signalled."""
-    mine = set(descendants(os.getpid()))
+    A process leading its own group is killed with its group; never this process's group,
+    never a process kept for every run (`a2rl._util.keep_process`). Returns the pids signalled."""
+    mine = set(descendants(os.getpid())) - kept_processes()
     hit: list[int] = []
     for run_dir in run_dirs:
         for pid in _processes_of(run_dir):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from a2rl._errors import A2RLError
+from a2rl._util import keep_process
 from a2rl.records import RunRecord, SubmissionRecord, TrackingConfig, load_run
 
 if TYPE_CHECKING:
@@ -169,6 +170,28 @@ def run_payload(run_dir: Path) -> tuple[str, dict[str, Any], list[dict[str, floa
     return record.run_id, _params(record), steps, _summary(record, run_dir)
 
 
+def _wandb_services() -> list[int]:
+    """This process's direct children that are W&B's service process (`wandb-core`, started
+    for this process's pid)."""
+    me = str(os.getpid())
+    children: list[int] = []
+    for task in Path("/proc/self/task").glob("*/children"):
+        try:
+            children += [int(p) for p in task.read_text().split()]
+        except OSError:
+            continue
+    found = []
+    for pid in children:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        names = [a.decode(errors="replace") for a in argv]
+        if names and Path(names[0]).name == "wandb-core" and me in names:
+            found.append(pid)
+    return found
+
+
 class LiveTracker:
     """One run's tracker session; every method is safe to call from the grader's threads."""
 
@@ -186,6 +209,10 @@ class LiveTracker:
                 kwargs["mode"] = cfg.mode
             self._wandb = wandb.init(**kwargs)
             self.id = str(self._wandb.id)
+            # W&B's service serves every run of this process and keeps a log open in the
+            # first run's folder: the cleanup after that run must not kill it
+            for pid in _wandb_services():
+                keep_process(pid)
             # Rows carry their own x values (W&B's step counts rows): submissions are charted
             # by sequence number, phases by the agent's hours.
             self._wandb.define_metric("seq")

@@ -1,5 +1,7 @@
 """Reads the agent's phase every `phase_every_s` seconds while it works and hands each change
-to the tracker. A failure to read is said once and never stops the run or the watch."""
+to the tracker. Each read parses the trace so far, so on a long run the wait between reads
+grows to keep the watch under `_DUTY` of one core. A failure to read is said once and never
+stops the run or the watch."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+_DUTY = 0.05
+"""The largest share of one core the watch spends reading."""
 
 if TYPE_CHECKING:
     from a2rl.agents import Agent
@@ -28,6 +33,7 @@ class PhaseWatch:
         """The phase logged last."""
         self._stop = threading.Event()
         self._failed = False
+        self._wait_s = every_s
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name=f"phases-{run_dir.name}",
                                         daemon=True)
@@ -48,6 +54,7 @@ class PhaseWatch:
     def poll(self) -> None:
         """Read the phase now; log it if it changed."""
         with self._lock:
+            began = time.monotonic()
             try:
                 now = self._read()
             except Exception as exc:  # diagnostics: say once, keep watching
@@ -55,13 +62,15 @@ class PhaseWatch:
                     self._failed = True
                     self.say(f"reading the agent's phase failed: {type(exc).__name__}: {exc}")
                 return
+            finally:
+                self._wait_s = max(self.every_s, (time.monotonic() - began) / _DUTY)
             if now is None or now.phase == self.last:
                 return
             self.last = now.phase
             self.tracker.phase(now)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
+        while not self._stop.wait(self._wait_s):
             self.poll()
 
     def stop(self) -> None:
