@@ -137,3 +137,18 @@ def test_selected_engine_fills_the_job(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(Stop):
         _evaluation.run_evaluation(job, timeout_s=5)
     assert seen == [info]
+
+
+def test_engine_venv_extras_come_from_the_installed_distribution() -> None:
+    """a2rl is installed as `a2rl-bench`: its metadata names the task extras installed here
+    (this environment has the judge's and WebShop's packages), never the harness's own."""
+    from importlib.metadata import requires
+
+    from a2rl._paths import DISTRIBUTION
+    from a2rl.inference._venv import _a2rl_requirements
+
+    assert requires(DISTRIBUTION)
+    extras = reg.present_extras()
+    assert "judge" in extras and not set(extras) & set(reg._HARNESS_EXTRAS)
+    reqs = _a2rl_requirements(["judge"])
+    assert any(r.startswith("alpaca-eval") for r in reqs) and any(r.startswith("torch") for r in reqs)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+DISTRIBUTION = "a2rl-bench"
+"""a2rl's name on the package index (`pip install a2rl-bench`; the import name is `a2rl`)."""
+
 
 def a2rl_home() -> Path:
     """`$A2RL_HOME`, default `~/.cache/a2rl`. Never mounted into an agent's sandbox."""

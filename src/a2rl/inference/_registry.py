@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl._paths import DISTRIBUTION
 from a2rl._plugins import Registry, load
 from a2rl.records import EngineInfo, EngineRequest
 
@@ -414,12 +415,16 @@ def instructions_line(info: EngineInfo) -> str:
             f"{memory}; greedy outputs of different engines can differ in rare near-ties.")
 
 
+_HARNESS_EXTRAS = ("dev", "docs", "gpu", "report", "sweep", "test", "tracking")
+"""Extras for the harness itself, not for scoring a task: an engine venv never needs them."""
+
+
 def present_extras() -> list[str]:
     """The extras whose packages are all installed in a2rl's own environment: the engine venv
     gets the same task dependencies (ALFWorld, the judge's metric, spaCy) so every task that
     evaluates here evaluates there."""
     try:
-        reqs = requires("a2rl") or []
+        reqs = requires(DISTRIBUTION) or []
     except PackageNotFoundError:
         return []
     by_extra: dict[str, list[str]] = {}
@@ -431,7 +436,7 @@ def present_extras() -> list[str]:
             by_extra.setdefault(m.group(1), []).append(name)
     out = []
     for extra, names in sorted(by_extra.items()):
-        if extra in ("dev", "gpu", "test"):
+        if extra in _HARNESS_EXTRAS:
             continue
         if all(_installed(n) for n in names):
             out.append(extra)

@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, requires
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl._paths import DISTRIBUTION
 from a2rl.inference._registry import (
     ENGINE_MANIFEST,
     a2rl_source_root,
@@ -39,7 +40,7 @@ def _a2rl_requirements(extras: list[str]) -> list[str]:
     """a2rl's runtime requirements (those of `extras` too), from its installed metadata or,
     in a bare checkout, from pyproject.toml."""
     try:
-        reqs = requires("a2rl") or []
+        reqs = requires(DISTRIBUTION) or []
     except PackageNotFoundError:
         reqs = _pyproject_requirements(extras)
         return reqs
