@@ -8,7 +8,9 @@ open-r1, alignment-handbook, RD-Agent, PostTrainBench agent scripts, PyTorch Lig
 Groups of fixtures by what they exercise (their id prefix): `pkg-` workspace packages reached
 through relative and absolute imports, `own-` trainer classes written in the analysed code,
 `flag-` PEFT applied only under a setting, `name-` a method named by a class or file that the
-code bears out or not, `objective-` a launch whose objective nothing names."""
+code bears out or not, `objective-` a launch whose objective nothing names, `dispatch-` one entry
+point whose settings pick the stage it trains, `checkout-` a framework's own entry module in the
+workspace, `loops-` hand-written objectives."""
 
 from __future__ import annotations
 
@@ -87,7 +89,8 @@ def test_route_and_strategy_are_each_at_least_95_percent_right() -> None:
 
 GROUPS = {"pkg-": "workspace packages through imports", "own-": "trainer classes written in the code",
           "flag-": "PEFT under a setting", "name-": "names the code bears out or not",
-          "objective-": "launches whose objective nothing names"}
+          "objective-": "launches whose objective nothing names",
+          "dispatch-": "a setting picks the branch that trains"}
 
 
 @pytest.mark.parametrize("prefix", sorted(GROUPS))
@@ -271,6 +274,8 @@ def test_reward_models_are_their_own_kind_not_rl() -> None:
     ("CUDA_VISIBLE_DEVICES=0 nohup timeout 3h python train.py", "train.py", None),
     ("uv run --with trl python train.py", "train.py", None),
     ("python -m torch.distributed.run --nproc_per_node 2 train.py", "train.py", None),
+    ("uv run train.py --lr 1", "train.py", None),
+    ("./tools/train.py --lr 1", "./tools/train.py", None),
 ])
 def test_launch_forms(command: str, script: str | None, module: str | None) -> None:
     launch = parse_launch(split_commands(command)[0])
@@ -513,3 +518,74 @@ def test_a_train_mode_override_is_no_launch_method() -> None:
            "    def train(self, mode=True):\n        return super().train(mode)\n"
            "h = Head()\nh.train()\n")
     assert not analyse_script("h.py", src).trains
+
+
+# ---- settings that pick a branch, framework checkouts, hand-written objectives ---------------
+
+def test_a_setting_picks_the_branch_of_a_stage_dispatch() -> None:
+    stages = {"kit/__init__.py": "from kit.a import fit_a\nfrom kit.b import fit_b\n",
+              "kit/a.py": "from trl import SFTTrainer\ndef fit_a():\n    SFTTrainer(model='m').train()\n",
+              "kit/b.py": "from trl import RLOOTrainer\ndef fit_b():\n"
+                          "    RLOOTrainer(model='m', reward_funcs=r).train()\n",
+              "go.py": "import argparse\nfrom kit import fit_a, fit_b\np = argparse.ArgumentParser()\n"
+                       "p.add_argument('--stage', default='a')\nargs = p.parse_args()\n"
+                       "if args.stage == 'a':\n    fit_a()\nelif args.stage == 'b':\n    fit_b()\n"}
+    assert label(stages, "python go.py --stage b") == ("PPO", "RL", True, "RLOO")
+    assert label(stages, "python go.py")[:2] == ("SFT-only", "full SFT")  # the argparse default
+    # a value that nothing shows leaves every branch in
+    opaque = stages | {"go.py": stages["go.py"].replace("args.stage ==", "remote_stage() ==")}
+    assert label(opaque, "python go.py --stage b")[0] == "SFT+RL"
+    # a module function the script does not call does not train for it
+    only_a = stages | {"go.py": "from kit import fit_a\nfit_a()\n"}
+    assert label(only_a, "python go.py")[3] == "SFT"
+
+
+def test_a_trainer_class_returned_for_a_setting_is_the_one_launched() -> None:
+    src = ("import sys\nfrom trl import ORPOTrainer, SFTTrainer\n"
+           "def pick(mode):\n    if mode == 'orpo':\n        return ORPOTrainer\n    return SFTTrainer\n"
+           "Cls = pick(sys.argv[1] if len(sys.argv) > 1 else 'sft')\nrun = Cls(model='m')\nrun.train()\n")
+    found = analyse_script("p.py", src)
+    assert found.trains and found.methods == {"ORPO", "SFT"}  # no settings: either class
+    cfg = {"p.py": src.replace("sys.argv[1] if len(sys.argv) > 1 else 'sft'", "opts.mode")
+           .replace("import sys", "import argparse\nopts = argparse.ArgumentParser().parse_args()"),
+           }
+    assert label(cfg, "python p.py --mode orpo")[1:] == ("preference", True, "ORPO")
+    assert label(cfg, "python p.py --mode sft")[1:] == ("full SFT", True, "SFT")
+
+
+def test_framework_entry_modules_in_a_checkout_keep_their_command_line_semantics() -> None:
+    ckpt = {"openrlhf/__init__.py": "", "openrlhf/cli/__init__.py": "",
+            "openrlhf/cli/train_ppo_ray.py": "from openrlhf.trainer import PPOTrainer\n"
+                                             "PPOTrainer.remote(a).fit.remote()\n"}
+    assert label(ckpt, "python3 -m openrlhf.cli.train_ppo_ray --advantage_estimator rloo")[3] == "RLOO"
+    # a module of the checkout that is no entry point is read as code
+    ckpt["openrlhf/cli/my_sweep.py"] = "from trl import KTOTrainer\nKTOTrainer(model='m').train()\n"
+    assert label(ckpt, "python -m openrlhf.cli.my_sweep")[3] == "KTO"
+
+
+def test_policy_gradients_on_advantages_and_pairwise_scores() -> None:
+    update = ("def step(opt, logps, rewards, group_size):\n    g = rewards.view(-1, group_size)\n"
+              "    advantages = (g - g.mean(1, keepdim=True)).flatten()\n"
+              "    loss = -(advantages * logps).mean()\n    loss.backward()\n    opt.step()\n")
+    assert analyse_script("u.py", update).methods == {"GRPO"}
+    # one baseline over the batch, no groups: REINFORCE; no reward at all: supervised
+    baseline = update.replace("group_size", "n").replace("g = rewards.view(-1, n)", "g = rewards")
+    assert analyse_script("v.py", baseline).methods == {"REINFORCE"}
+    assert analyse_script("w.py", baseline.replace("rewards", "weights")).methods == {"SFT"}
+    scorer = ("import torch\nfrom transformers import Trainer\nclass S(Trainer):\n"
+              "    def compute_loss(self, model, inputs, **kw):\n"
+              "        r_accept, r_reject = model(**inputs).logits.chunk(2)\n"
+              "        return -torch.log(torch.sigmoid(r_accept - r_reject)).mean()\n"
+              "S(model='m').train()\n")
+    assert analyse_script("s.py", scorer).methods == {"reward model"}
+
+
+def test_peft_config_unpacked_from_a_helper_follows_the_helpers_flag() -> None:
+    files = {"util.py": "from peft import LoraConfig\ndef parts(o):\n    cfg = None\n"
+                        "    if o.lora:\n        cfg = LoraConfig(r=4)\n    return 'm', cfg\n",
+             "t.py": "import argparse\nfrom trl import SFTTrainer\nfrom util import parts\n"
+                     "p = argparse.ArgumentParser()\np.add_argument('--lora', action='store_true')\n"
+                     "o = p.parse_args()\nmodel, cfg = parts(o)\n"
+                     "SFTTrainer(model=model, peft_config=cfg).train()\n"}
+    assert label(files, "python t.py")[1] == "full SFT"
+    assert label(files, "python t.py --lora")[1] == "PEFT"

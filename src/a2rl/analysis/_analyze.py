@@ -18,7 +18,7 @@ from a2rl.analysis._audit import audit, data_files, train_visible_files
 from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
-from a2rl.analysis._methods import primary_method, route_of, training_kind
+from a2rl.analysis._methods import labels, primary_method, route_of
 from a2rl.analysis._phases import phase_times, turn_phases
 from a2rl.recording import (
     ArtifactEntry,
@@ -180,8 +180,10 @@ def _experiment(found: Detection, *, start: float, end: float | None, exit_code:
         # What the script itself reads, and whether another script of the run wrote it by
         # sampling a model.
         data = data_source(files[0], reader.files, launched or [])
+    strategy = labels(found.methods, trained=True)[1]
+    assert strategy is not None  # trained=True always has an objective
     return Experiment(
-        path=out_dir, elapsed_s=start, parent=init, strategy=training_kind(found.methods),
+        path=out_dir, elapsed_s=start, parent=init, strategy=strategy,
         data_source=data, stage=stage, command=command[:1000], exit_code=exit_code,
         duration_s=round(end - start, 2) if end is not None else None,
         method=primary_method(found.methods), framework=found.framework,
@@ -305,7 +307,12 @@ def _failure(rec: SubmissionRecord, *, level: str, methods: set[str], trained: b
 
 
 def _experiments(artifacts: list[ArtifactEntry], methods_by_path: dict[str, set[str]],
-                 data_by_path: dict[str, str]) -> list[Experiment]:
+                 data_by_path: dict[str, str],
+                 trained_by_path: dict[str, bool] | None = None) -> list[Experiment]:
+    """Experiments of an untraced run: model folders with training lineage. Their strategy
+    comes from `labels`, the decision the iteration's route comes from: a submitted folder whose
+    code shows no parameter update is no training experiment; a folder never submitted has
+    only its lineage (trained, objective unnamed)."""
     seen: set[str] = set()
     out: list[Experiment] = []
     for a in sorted(artifacts, key=lambda a: a.elapsed_s):
@@ -313,10 +320,13 @@ def _experiments(artifacts: list[ArtifactEntry], methods_by_path: dict[str, set[
             continue  # no lineage evidence: cannot tell it was trained (e.g. a plain copy)
         seen.add(a.path)
         methods = methods_by_path.get(a.path, set())
+        _, strategy = labels(methods, trained=(trained_by_path or {}).get(a.path, True))
+        if strategy is None:
+            continue
         stage = "from base" if a.parent in ("model", "") or a.parent.endswith("/model") \
             else "from checkpoint"
         out.append(Experiment(path=a.path, elapsed_s=a.elapsed_s, parent=a.parent,
-                              strategy=training_kind(methods),
+                              strategy=strategy,
                               data_source=data_by_path.get(a.path, "unknown"), stage=stage))
     return out
 
@@ -395,6 +405,7 @@ class IterationBuilder:
         self.had_valid = False
         self.prev_elapsed = 0.0
         self.methods_by_path: dict[str, set[str]] = {}
+        self.trained_by_path: dict[str, bool] = {}
         self.data_by_path: dict[str, str] = {}
         self._analysed: dict[tuple[str, str], Detection] = {}
         self._prev_commit: str | None = None
@@ -473,6 +484,7 @@ class IterationBuilder:
             except ValueError:
                 pass
         self.methods_by_path[rel_model] = methods
+        self.trained_by_path[rel_model] = trained
         self.data_by_path[rel_model] = _data_source(files, rel_model)
         config: dict[str, Any] = {}
         for path in ran:
@@ -620,7 +632,8 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
     else:
         notes.append("no exec trace (strace missing or disabled): experiments come from the "
                      "artifact index, scripts from the transcript")
-        experiments = _experiments(artifacts, builder.methods_by_path, builder.data_by_path)
+        experiments = _experiments(artifacts, builder.methods_by_path, builder.data_by_path,
+                                   builder.trained_by_path)
     pairs = list(zip(experiments, experiments[1:], strict=False))
     changes = sum(1 for a, b in pairs if (a.strategy, a.data_source, a.stage) !=
                   (b.strategy, b.data_source, b.stage))

@@ -22,7 +22,12 @@ its config files, the defaults of the code's dataclasses / argparse options / pa
 reported as undecided when nothing shows the flag's value. TRL's `get_peft_config(model_args)` is
 PEFT only when the command or config asks for it.
 Modules of the workspace are followed through absolute and relative imports (`from .trainer
-import X`, `from . import trainer`, `trainer.X`), resolved against the importing file's package.
+import X`, `from . import trainer`, `trainer.X`), resolved against the importing file's package;
+a call into a module reaches the methods of the functions it calls, not those of the module's
+other functions. A branch on a setting compared with names (`if args.stage == "sft": run_sft()
+elif args.stage == "ppo": run_ppo()`, a helper returning the trainer class of a mode) is read
+under the run's settings: the branches they rule out do not count; when nothing shows the
+setting's value, every branch does.
 A comment or a string that mentions GRPO does not make a GRPO run.
 """
 
@@ -67,7 +72,8 @@ _LAUNCH_ATTRS = {"train", "fit", "step", "train_step", "learn"}
 _RFT_NAME = re.compile(r"(rejection|(^|_)rft(_|$)|best_of_n|filter_correct)", re.I)
 _GROUP_NAME = re.compile(r"(group|grpo|num_generations|n_samples_per_prompt|rollout_n)", re.I)
 _TEACHER_NAME = re.compile(r"teacher", re.I)
-_PAIR_NAME = re.compile(r"(chosen|rejected)", re.I)
+_PAIR_NAME = re.compile(r"(chosen|reject|accept)", re.I)
+"""The two sides of a preference pair (`chosen_logps`, `r_rejected`, `r_accept`)."""
 _REWARD_NAME = re.compile(r"reward", re.I)
 # Entry-point modules of the frameworks' own training CLIs and what they train.
 _ENTRY_MODULE = re.compile(r"(?:^|\.)(?:cli\.)?(train_[a-z_]+|main_ppo|main_dapo|tuner|sft_trainer|"
@@ -115,6 +121,12 @@ class Detection:
     """YAML/JSON file names written in the code (a config it loads, an argparse default)."""
     loads_config: bool = False
     """The code reads a YAML/JSON config (yaml.safe_load, json.load, OmegaConf.load, Hydra)."""
+    functions: dict[str, set[str]] = field(default_factory=dict)
+    """Top-level functions of the module (and those it re-exports) -> the training methods a
+    call of each reaches (the trainers it builds or picks, the training functions it calls)."""
+    dispatch: bool = False
+    """The code (or a workspace module it imports) branches on a setting compared with names
+    (`if stage == "sft": … elif stage == "dpo": …`): the run's settings pick the branch."""
 
     def add(self, method: str, why: str) -> None:
         self.methods.add(method)
@@ -143,6 +155,7 @@ class Detection:
             mine += [v for v in values if v not in mine]
         self.config_refs += [c for c in other.config_refs if c not in self.config_refs]
         self.loads_config |= other.loads_config
+        self.dispatch |= other.dispatch
 
     def settle(self) -> Detection:
         """A parameter update whose objective nothing names is supervised training, said in
@@ -239,8 +252,8 @@ def _loss_method(cls: ast.ClassDef) -> str | None:
         if isinstance(node, ast.FunctionDef) and node.name in ("compute_loss", "training_step"):
             ids = _identifiers(node)
             lowered = {i.lower() for i in ids}
-            pairs = sum(1 for i in lowered if "chosen" in i or "rejected" in i)
-            if pairs >= 2 and ("logsigmoid" in lowered or "log_sigmoid" in lowered):
+            pairs = sum(1 for i in lowered if _PAIR_NAME.search(i))
+            if pairs >= 2 and _log_sigmoid(lowered):
                 # DPO compares the policy's sequence log-probabilities with a reference's; a
                 # margin of scalar scores (a one-output head) is a reward model.
                 logps = any("logp" in i or "logprob" in i or "ref" in i for i in lowered)
@@ -248,6 +261,11 @@ def _loss_method(cls: ast.ClassDef) -> str | None:
             if any("teacher" in i for i in lowered) and {"kl_div", "log_softmax"} & lowered:
                 return "distillation"
     return None
+
+
+def _log_sigmoid(lowered: set[str]) -> bool:
+    """A log-sigmoid of a margin: `F.logsigmoid(…)`, or `torch.log(torch.sigmoid(…))`."""
+    return bool({"logsigmoid", "log_sigmoid"} & lowered) or {"log", "sigmoid"} <= lowered
 
 
 def _family(method: str) -> str:
@@ -337,7 +355,8 @@ def _code_objective(node: ast.AST) -> tuple[str, str] | None:
     if named:
         best = primary_method(set(named) - {"SFT"}) or "SFT"
         return best, f"loss {named[best]}"
-    if {"generate", "sample", "rollout"} & ids and any(_REWARD_NAME.search(i) for i in ids):
+    if ({"generate", "sample", "rollout"} & ids or any("advantage" in i.lower() for i in ids)) and \
+            any(_REWARD_NAME.search(i) for i in ids):
         if any(_GROUP_NAME.search(i) for i in ids):
             return "GRPO", "groups of sampled generations scored by a reward"
         return "REINFORCE", "sampled generations scored by a reward"
@@ -521,12 +540,14 @@ class _Flags:
 
     def value(self, expr: ast.AST, scope: ast.AST | None, settings: Settings, depth: int = 0) -> _Value:
         """The value an expression has under the run's settings (MISSING: unknown)."""
-        from a2rl.analysis._settings import MISSING, truth
+        from a2rl.analysis._settings import MISSING, literal, truth
 
         if depth > 10:
             return MISSING, []
         if isinstance(expr, ast.Constant):
             return expr.value, []
+        if isinstance(expr, ast.List | ast.Tuple | ast.Set):
+            return literal(expr), []  # `stage in ["pt", "sft"]`
         if isinstance(expr, ast.UnaryOp):
             v, src = self.value(expr.operand, scope, settings, depth + 1)
             if v is MISSING:
@@ -722,10 +743,59 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
 }
 
 
+_DISPATCH_OPS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+
+
+def _names_constant(node: ast.expr) -> bool:
+    """A string constant, or a list/tuple/set of them (`"dpo"`, `{"dpo", "ipo"}`)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    return isinstance(node, ast.List | ast.Tuple | ast.Set) and bool(node.elts) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+
+
+def _dispatch_test(test: ast.expr) -> bool:
+    """A condition comparing a value with names (`stage == "sft"`, `mode in ("dpo", "ipo")`),
+    alone or in a boolean combination: the shape of a branch picked by a setting."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+                isinstance(node.ops[0], _DISPATCH_OPS) and not _is_main(node):
+            sides = (node.left, node.comparators[0])
+            if any(_names_constant(x) for x in sides) and not all(_names_constant(x) for x in sides):
+                return True
+    return False
+
+
+def _has_dispatch(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.If) and _dispatch_test(n.test) for n in ast.walk(tree))
+
+
+def _prune(tree: ast.Module, settings: Settings) -> None:
+    """Drop the branches that the run's settings rule out: an `if` on a setting compared with
+    names keeps its body when the settings make the test true, its `else` when false; a test
+    whose value nothing shows keeps both."""
+    from a2rl.analysis._settings import truth
+
+    flags = _Flags(tree)
+    decided = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _dispatch_test(node.test):
+            value, _ = flags.value(node.test, flags.scope(node), settings)
+            verdict = truth(value)
+            if verdict is not None:
+                decided.append((node, verdict))
+    for node, verdict in decided:
+        if verdict:
+            node.orelse = []
+        else:
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+
+
 class _ScriptReader:
     def __init__(self, path: str, tree: ast.Module, read_module: ModuleReader | None,
                  analyse_command: CommandAnalyser | None, depth: int,
-                 cache: dict[str, Detection] | None, stack: tuple[str, ...]) -> None:
+                 cache: dict[str, Detection] | None, stack: tuple[str, ...],
+                 settings: Settings | None = None) -> None:
         self.path, self.tree = path, tree
         self.read_module, self.analyse_command, self.depth = read_module, analyse_command, depth
         self.cache = cache if cache is not None else {}
@@ -749,6 +819,14 @@ class _ScriptReader:
         """Trainer classes known here -> why they are trainers of their method (for evidence)."""
         self.ids = _identifiers(tree)
         self._flags: _Flags | None = None
+        self.settings = settings
+        """The run's settings (command line, configs, code defaults) when the analysis is of
+        one run: branches on settings they rule out are not read."""
+        self.reexports: dict[str, tuple[str, str]] = {}
+        """Local names imported from workspace modules -> (module, name there)."""
+        self.result.dispatch = _has_dispatch(tree)
+        if settings is not None and self.result.dispatch:
+            _prune(tree, settings)
 
     @property
     def flags(self) -> _Flags:
@@ -848,6 +926,7 @@ class _ScriptReader:
                     self.origin[name] = dotted
                     if package is not None:
                         self.bound.setdefault(base, set()).add(name)
+                        self.reexports[name] = (base, alias.name)
                         if known:
                             self.classes[name] = package.classes[alias.name]
                             if alias.name in package.class_why:
@@ -885,7 +964,8 @@ class _ScriptReader:
         if sub is None:
             sub = analyse_script(path, source, read_module=self.read_module,
                                  analyse_command=self.analyse_command, depth=self.depth + 1,
-                                 cache=self.cache, stack=self.stack, settle=False)
+                                 cache=self.cache, stack=self.stack, settle=False,
+                                 settings=self.settings)
             self.cache[path] = sub
         if not framework:
             self.local_modules[module] = sub
@@ -1086,7 +1166,36 @@ class _ScriptReader:
             bound = self.flags.assigns.get((value.id, scope)) or self.flags.assigns.get((value.id, None))
             if bound and all(self._built_here(v) for v in bound):
                 return []
+            if self._unpacked_from_peft_helper(value.id, scope):
+                return []
         return [value]
+
+    def _unpacked_from_peft_helper(self, name: str, scope: ast.AST | None) -> bool:
+        """`model, peft_config, tok = make_model(args)`: a config returned by a function that
+        applies PEFT, whose own sites (and their conditions) count where it is called."""
+        for node in ast.walk(scope if scope is not None else self.tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                    isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name
+                                                     for e in t.elts) for t in node.targets):
+                if self._peft_helper_call(node.value):
+                    return True
+        return False
+
+    def _peft_helper_call(self, call: ast.Call) -> bool:
+        """A call of a function that applies PEFT: one of a workspace module (its PEFT sites
+        are known) or one of this module that holds a PEFT call."""
+        chain = _chain(call.func)
+        q = self.qualified(chain)
+        if q is not None:
+            module, _, name = q.rpartition(".")
+            sub = self.local_modules.get(module)
+            return sub is not None and name in sub.peft_functions
+        if len(chain) == 1:
+            for fn in self.tree.body:
+                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name == chain[0]:
+                    return any(isinstance(c, ast.Call) and (_chain(c.func) or [""])[-1] in _PEFT_CALLS
+                               for c in ast.walk(fn))
+        return False
 
     def _built_here(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Constant) and value.value is None:
@@ -1095,7 +1204,8 @@ class _ScriptReader:
             return self._built_here(value.body) and self._built_here(value.orelse)
         if isinstance(value, ast.Call):
             chain = _chain(value.func)
-            return bool(chain) and (chain[-1] in _PEFT_CALLS or chain[-1] == "get_peft_config")
+            return bool(chain) and (chain[-1] in _PEFT_CALLS or chain[-1] == "get_peft_config"
+                                    or self._peft_helper_call(value))
         return False
 
     def _peft_helper(self, node: ast.Call, chain: list[str], line: int) -> None:
@@ -1142,9 +1252,13 @@ class _ScriptReader:
         launches: list[tuple[int, str, bool]] = []
         scalar_head: list[int] = []
         generate = False
+        picked = self._picked_classes()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Call):
-                method = self.trainer_method(_chain(node.value.func))
+                func = _chain(node.value.func)
+                method = self.trainer_method(func)
+                if method is None and len(func) == 1 and func[0] in picked:
+                    method = primary_method(picked[func[0]])  # `job = cls(…)` of a picked class
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if method:
                     for target in targets:
@@ -1154,10 +1268,11 @@ class _ScriptReader:
             if isinstance(node, ast.ClassDef) and _RFT_NAME.search(node.name) or \
                     isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _RFT_NAME.search(node.name):
                 self.result.add("RFT", f"line {node.lineno}: {node.name}")
-            if isinstance(node, ast.IfExp | ast.Dict | ast.Assign) and not isinstance(
+            if isinstance(node, ast.IfExp | ast.Dict | ast.Assign | ast.Return) and not isinstance(
                     getattr(node, "value", None), ast.Call):
                 # A trainer class chosen at run time (`cls = DPOTrainer if dpo else SFTTrainer`,
-                # `{"sft": SFTTrainer, …}[mode]`): each class named is a method it may train.
+                # `{"sft": SFTTrainer, …}[mode]`, a function returning the class of a stage):
+                # each class named is a method it may train.
                 for ref in ast.walk(node):
                     if isinstance(ref, ast.Name | ast.Attribute) and isinstance(ref.ctx, ast.Load):
                         ref_method = self.trainer_method(_chain(ref))
@@ -1299,8 +1414,12 @@ class _ScriptReader:
         for module, sub in self.local_modules.items():
             # A function of a workspace module that trains, called from this script.
             # A package's __init__ re-exports its submodules' functions: it trains if they do.
-            if sub.trains and (self._calls_into(module) or self.path.endswith("__init__.py")):
+            if sub.trains and self.path.endswith("__init__.py"):
                 r.merge(sub)
+            elif sub.trains and self._calls_into(module):
+                reached = self._reached(module, sub)
+                if reached is not None:
+                    r.merge(reached)
             elif self.path.endswith("__init__.py") and sub.peft_functions:
                 for name, guards in sub.peft_functions.items():
                     r.peft_functions.setdefault(name, []).extend(guards)
@@ -1328,6 +1447,127 @@ class _ScriptReader:
                     out.append((n.lineno, n.end_lineno or n.lineno))
         return out
 
+    def _picked_classes(self) -> dict[str, set[str]]:
+        """Names bound to a trainer class picked at run time -> the methods it may be: the
+        result of a function of this module that returns trainer classes (`cls =
+        trainer_for(args)`), or a conditional or a mapping of trainer classes."""
+        def named(node: ast.AST) -> set[str]:
+            out = set()
+            for ref in ast.walk(node):
+                if isinstance(ref, ast.Name | ast.Attribute) and isinstance(ref.ctx, ast.Load):
+                    chain = _chain(ref)
+                    method = self.trainer_method(chain) if chain else None
+                    if method and chain[-1].endswith("Trainer"):
+                        out.add(method)
+            return out
+
+        returns: dict[str, set[str]] = {}
+        for fn in self.tree.body:
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                found = set().union(*(named(r.value) for r in ast.walk(fn)
+                                      if isinstance(r, ast.Return) and r.value is not None
+                                      and not isinstance(r.value, ast.Call)))
+                if found:
+                    returns[fn.name] = found
+        picked: dict[str, set[str]] = {}
+        for node in ast.walk(self.tree):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and _chain(value.func)[:1] and \
+                    len(_chain(value.func)) == 1 and _chain(value.func)[0] in returns:
+                picked[node.targets[0].id] = returns[_chain(value.func)[0]]
+            elif isinstance(value, ast.IfExp | ast.Subscript) and (methods := named(value)):
+                picked[node.targets[0].id] = methods
+        return picked
+
+    def _reached(self, module: str, sub: Detection) -> Detection | None:
+        """What this script's calls into a workspace module train: the module's methods less
+        those that only its functions not called here reach (a module with `run_sft` and
+        `run_ppo` of which the script calls one). Methods no function holds are kept; None
+        when nothing that trains is reached."""
+        called = self._called_names(module)
+        if called is None:
+            return sub
+        held = {m for ms in sub.functions.values() for m in ms}
+        reached = {m for name in called for m in sub.functions.get(name, set())}
+        reached |= {sub.classes[name] for name in called if name in sub.classes}
+        dropped = (held - reached) & TRAINING
+        if not dropped & sub.methods:
+            return sub
+        out = Detection(sub.path, framework=sub.framework, parse_error=sub.parse_error)
+        out.merge(sub)
+        for method in dropped:
+            out.drop(method)
+        return out if out.methods & TRAINING else None
+
+    def _called_names(self, module: str) -> set[str] | None:
+        """Names of a workspace module called here (`run_ppo` of `from m import run_ppo` or of
+        `m.run_ppo(…)`); None when the module itself is called."""
+        names = self.bound.get(module, set())
+        out: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                chain = _chain(node.func)
+                if not chain or chain[0] not in names:
+                    continue
+                origin = self.origin.get(chain[0], "")
+                if origin == module:
+                    if len(chain) < 2:
+                        return None
+                    out.add(chain[1])
+                else:
+                    out.add(origin.rpartition(".")[2])
+        return out
+
+    def function_methods(self) -> dict[str, set[str]]:
+        """The training methods a call of each top-level function reaches: trainer classes it
+        builds or names, training functions of workspace modules and of this module it calls,
+        and a hand-written loop it runs (to a fixpoint over this module's own calls)."""
+        tops = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        loop = {m for m, whys in self.result.evidence.items() if m in TRAINING
+                and any("hand-written loop" in w for w in whys)}
+        found: dict[str, set[str]] = {}
+        calls: dict[str, set[str]] = {}
+        for name, fn in tops.items():
+            methods: set[str] = set()
+            own: set[str] = set()
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    chain = _chain(node)
+                    method = self.trainer_method(chain) if chain else None
+                    if method and (chain[-1].endswith("Trainer") or chain[-1] in self.classes):
+                        methods.add(method)
+                if not isinstance(node, ast.Call):
+                    continue
+                chain = _chain(node.func)
+                if not chain:
+                    continue
+                if chain[-1] == "backward":
+                    methods |= loop
+                q = self.qualified(chain)
+                if q is not None:
+                    mod, _, func = q.rpartition(".")
+                    if mod in self.local_modules:
+                        methods |= self.local_modules[mod].functions.get(func, set())
+                elif len(chain) == 1 and chain[0] in tops:
+                    own.add(chain[0])
+            found[name], calls[name] = methods, own
+        changed = True
+        while changed:
+            changed = False
+            for name, own in calls.items():
+                more = set().union(*(found[c] for c in own)) - found[name]
+                if more:
+                    found[name] |= more
+                    changed = True
+        for local, (module, name) in self.reexports.items():
+            sub = self.local_modules.get(module)
+            if sub is not None and name in sub.functions:
+                found[local] = set(sub.functions[name])
+        return {k: v & TRAINING for k, v in found.items()}
+
     def _calls_into(self, module: str) -> bool:
         """The script calls something it imported from that workspace module."""
         names = self.bound.get(module, set())
@@ -1346,14 +1586,16 @@ class _ScriptReader:
         r.framework = "manual"
         why = f"line {line}: hand-written loop (.backward() + optimizer.step())"
         rewards = any(_REWARD_NAME.search(i) for i in ids)
-        if generate and rewards:
+        # Sampled generations, or log-probabilities weighted by advantages (the rollouts may be
+        # sampled in another module), scored by a reward: policy-gradient RL.
+        if rewards and (generate or any("advantage" in i.lower() for i in ids)):
             if any(_GROUP_NAME.search(i) for i in ids):
                 r.add("GRPO", why + " on groups of sampled generations scored by a reward")
             else:
                 r.add("REINFORCE", why + " on sampled generations scored by a reward")
         elif any(_TEACHER_NAME.search(i) for i in ids) and ({"kl_div", "log_softmax"} & ids):
             r.add("distillation", why + " matching a teacher's distribution")
-        elif sum(1 for i in ids if _PAIR_NAME.search(i)) >= 2 and "logsigmoid" in ids:
+        elif sum(1 for i in ids if _PAIR_NAME.search(i)) >= 2 and _log_sigmoid({i.lower() for i in ids}):
             r.add("DPO", why + " on chosen/rejected log-probabilities")
         elif "RFT" in r.methods:
             r.add("SFT", why + " on filtered self-generated samples")
@@ -1373,7 +1615,7 @@ class _ScriptReader:
 def analyse_script(path: str, source: str, *, read_module: ModuleReader | None = None,
                    analyse_command: CommandAnalyser | None = None, depth: int = 0,
                    cache: dict[str, Detection] | None = None, stack: tuple[str, ...] = (),
-                   settle: bool = True) -> Detection:
+                   settle: bool = True, settings: Settings | None = None) -> Detection:
     """What a Python script trains (see the module docstring for the evidence used).
 
     `read_module(dotted, importer)` returns (path, source) of a workspace module the script
@@ -1381,7 +1623,9 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
     `analyse_command(cmd)` analyses a command line the script starts. `cache` holds the
     analyses of modules already read (by path); `settle=False` leaves a parameter update of
     unnamed objective as it is, for a caller that still adds what the command or its config
-    trains."""
+    trains. `settings` are one run's (its command line, configs and code defaults): branches
+    on a setting that they rule out are not read, in the script and the modules it imports
+    (give a `cache` of that run's own)."""
     from a2rl.analysis._settings import Settings
 
     if read_module is None and not stack:
@@ -1395,12 +1639,13 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
         if partial_tree is None:
             return Detection(path, parse_error=error)
         tree, salvaged = partial_tree, error
-    reader = _ScriptReader(path, tree, read_module, analyse_command, depth, cache, stack)
+    reader = _ScriptReader(path, tree, read_module, analyse_command, depth, cache, stack, settings)
     reader.imports()
     reader.class_defs()
     reader.calls()
     result = reader.result
     result.classes = dict(reader.classes)
+    result.functions = reader.function_methods()
     refs, loads = _config_refs(tree)
     result.config_refs = refs + [c for c in result.config_refs if c not in refs]
     result.loads_config |= loads

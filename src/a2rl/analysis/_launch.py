@@ -27,7 +27,7 @@ from a2rl.analysis._configs import (
     verl_detection,
 )
 from a2rl.analysis._detect import Detection, ModuleReader, analyse_script, decide_peft
-from a2rl.analysis._methods import TRAINING
+from a2rl.analysis._methods import TRAINING, entry_module_method
 from a2rl.analysis._settings import Settings
 
 _SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
@@ -301,6 +301,9 @@ def parse_launch(argv: list[str]) -> Launch | None:
         return Launch(argv, "bash", script=target, args=argv[2:])
     if prog.endswith(".sh"):
         return Launch(argv, "bash", script=argv[0], args=argv[1:])
+    if prog.endswith(".py"):
+        # `./train.py` (a shebang) and `uv run train.py` run the file with Python
+        return Launch(argv, "python", script=argv[0], args=argv[1:])
     return Launch(argv, prog, args=argv[1:])
 
 
@@ -380,6 +383,8 @@ class CommandReader:
                 path, self.files[path], read_module=self.module_reader(path),
                 analyse_command=self._nested, cache=self._cache, settle=False)
         found = self._cache[key]
+        if found.dispatch:
+            found = self._for_run(path, found, args)
         d = Detection(path)
         d.merge(found)
         d.parse_error = found.parse_error
@@ -428,6 +433,19 @@ class CommandReader:
             if why:
                 d.add("PEFT", f"{why} turns on {d.conditional_peft[0]}")
         return d
+
+    def _for_run(self, path: str, found: Detection, args: list[str]) -> Detection:
+        """A script that branches on its settings (`if stage == "sft": … elif stage == "ppo":
+        …`), read again under this run's: its command line, the configs given there (else
+        those the script reads) and the defaults its code declares."""
+        configs = [(p, data) for a in args if a.endswith((".yaml", ".yml", ".json"))
+                   and (p := self.find(a)) and (data := load_config(self.files[p], p)) is not None]
+        settings = Settings(flags=_flag_dict(args), overrides=overrides(args),
+                            configs=configs or self._script_configs(path, found),
+                            defaults=found.flag_defaults)
+        return analyse_script(path, self.files[path], read_module=self.module_reader(path),
+                              analyse_command=self._nested, cache={}, settle=False,
+                              settings=settings)
 
     def _script_configs(self, path: str, d: Detection) -> list[tuple[str, dict[str, Any]]]:
         """Configs a script reads when its command names none: the YAML/JSON files its code
@@ -580,9 +598,35 @@ class CommandReader:
         return None
 
     def module(self, module: str, args: list[str]) -> Detection | None:
+        """What `-m module` trains. A framework's own entry point (verl, OpenRLHF, axolotl,
+        LLaMA-Factory, TRL's scripts) is read by its command-line semantics (estimator, LoRA
+        rank and config flags) also when the framework's checkout is in the workspace; any
+        other module is read from its workspace file."""
+        root = module.split(".")[0]
         local = module.replace(".", "/") + ".py"
+        if root not in _FRAMEWORK_ROOTS and (path := self.find(local)) is not None:
+            return self.script(path, args)
+        handled, found = self._framework_module(module, args)
+        if handled:
+            return found
         if (path := self.find(local)) is not None:
             return self.script(path, args)
+        return None
+
+    def _framework_module(self, module: str, args: list[str]) -> tuple[bool, Detection | None]:
+        """(whether a framework's entry point reads this module, what it trains)."""
+        found = self._framework_entry(module, args)
+        if found is not None:
+            return True, found
+        root = module.split(".")[0]
+        # a training entry point the framework's CLI names; any other module of a checkout
+        # (verl's main_generation, a script added to it) is read as code
+        known = root in _FRAMEWORK_ROOTS and entry_module_method(module) is not None or \
+            root == "axolotl" and module.endswith("cli.train") or \
+            root == "llamafactory" and module.endswith(("launcher", "cli"))
+        return known, None
+
+    def _framework_entry(self, module: str, args: list[str]) -> Detection | None:
         root = module.split(".")[0]
         if root == "verl" or (root == "recipe" and "main" in module):
             cfg = None
@@ -641,6 +685,10 @@ class CommandReader:
                                   for argv in _split_line(line)])
         finally:
             self._depth -= 1
+
+
+_FRAMEWORK_ROOTS = {"verl", "openrlhf", "axolotl", "llamafactory", "trl"}
+"""Top packages of the frameworks whose `-m` entry points are read by their CLI's semantics."""
 
 
 _HEREDOC = re.compile(r"read\s+(?:-\w+\s+(?:''\s+)?)*(\w+)\s*<<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\2\s*$",
