@@ -589,3 +589,69 @@ def test_peft_config_unpacked_from_a_helper_follows_the_helpers_flag() -> None:
                      "SFTTrainer(model=model, peft_config=cfg).train()\n"}
     assert label(files, "python t.py")[1] == "full SFT"
     assert label(files, "python t.py --lora")[1] == "PEFT"
+
+
+def test_torchtune_components_name_the_adapter_and_the_objective() -> None:
+    from a2rl.analysis._configs import torchtune_components
+
+    cfg = {"model": {"_component_": "torchtune.models.llama3_1.qlora_llama3_1_8b"},
+           "teacher_model": {"_component_": "torchtune.models.llama3_1.lora_llama3_1_70b"},
+           "loss": {"_component_": "torchtune.rlhf.loss.DPOLoss"}}
+    peft, claims = torchtune_components(cfg)
+    assert peft and "qlora_llama3_1_8b" in peft and [m for m, _ in claims] == ["DPO"]
+    # a supervised loss names no objective; a trained teacher's adapter is no PEFT of the student
+    full = {"model": {"_component_": "torchtune.models.qwen2.qwen2_0_5b"},
+            "teacher_model": {"_component_": "torchtune.models.qwen2.lora_qwen2_1_5b"},
+            "loss": {"_component_": "torchtune.modules.loss.LinearCrossEntropyLoss"},
+            "kd_loss": {"_component_": "torchtune.modules.loss.ForwardKLLoss"}}
+    assert torchtune_components(full) == (None, [("distillation", "kd_loss component "
+                                                  "torchtune.modules.loss.ForwardKLLoss")])
+    # command-line `key._component_=` overrides replace the config's entries
+    peft, claims = torchtune_components(full, {"loss._component_": "torchtune.rlhf.loss.RSOLoss",
+                                               "model._component_": "m.lora_qwen2_0_5b"})
+    assert peft and ("DPO", "loss component torchtune.rlhf.loss.RSOLoss") in claims
+    # a script that does not instantiate its config's components is not read by them
+    files = {"t.py": "import torch\nfor b in data:\n    loss = model(b)\n    loss.backward()\n"
+                     "    opt.step()\n",
+             "c.yaml": "loss:\n  _component_: torchtune.rlhf.loss.DPOLoss\n"}
+    assert label(files, "python t.py --config c.yaml")[1:] == ("full SFT", True, "SFT")
+    files["t.py"] = "from torchtune import config\nobjective = config.instantiate(cfg.loss)\n" + \
+        files["t.py"]
+    assert label(files, "python t.py --config c.yaml")[1:] == ("preference", True, "DPO")
+
+
+def test_hydra_group_overrides_compose_the_config_the_run_reads() -> None:
+    case = next(c for c in MANIFEST if c["id"] == "dispatch-hydra-group-pairs")
+    reader = CommandReader(fixture_files(case))
+    found = reader.analyse("python hydra_groups/run.py objective=pairs learner=ShardedLearner")
+    assert found is not None and found.methods & set(METHODS) == {"DPO"}
+    assert any("picks ShardedLearner" in w for w in found.evidence["DPO"])
+    data = reader._hydra_groups("hydra_groups/conf/main.yaml", {"defaults": [{"objective": "nll"}]},
+                                {"objective": "pairs"})
+    assert data["objective"] == {"kind": "dpo", "beta": 0.1}
+    assert reader._hydra_groups("hydra_groups/conf/main.yaml", {"defaults": [{"objective": "nll"}]},
+                                {})["objective"] == {"kind": "sft"}
+    # no setting names the class: every learner of the module may be the one
+    loose = {"go.py": "import learners\nimport sys\nL = getattr(learners, sys.argv[1])\n"
+                      "job = L()\njob.train()\n",
+             "learners.py": "from trl import KTOTrainer, SFTTrainer\nclass A(KTOTrainer):\n"
+                            "    pass\nclass B(SFTTrainer):\n    pass\nclass Helper:\n    pass\n"}
+    either = CommandReader(loose).analyse("python go.py B")
+    assert either is not None and either.trains and either.methods & set(METHODS) == {"KTO", "SFT"}
+
+
+def test_training_arguments_switches_default_to_the_librarys_values() -> None:
+    import ast
+
+    from a2rl.analysis._settings import Settings, code_defaults
+
+    src = ("from transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+           "p = HfArgumentParser((Opts, Seq2SeqTrainingArguments))\n")
+    defaults = code_defaults(ast.parse(src), "a.py")
+    assert Settings(defaults=defaults).value(["targs", "do_train"])[0] is False
+    # the workspace's own default outranks the library's, and the command line outranks both
+    own = code_defaults(ast.parse(src + "class Opts:\n    do_train: bool = True\n"), "a.py")
+    assert Settings(defaults=own).value(["do_train"])[0] is True
+    assert Settings(flags={"do_train": "true"}, defaults=defaults).value(["do_train"])[0] is True
+    # no HfArgumentParser of TrainingArguments: no library default
+    assert "do_train" not in code_defaults(ast.parse("import argparse\n"), "b.py")

@@ -6,7 +6,8 @@ a module with Hydra-style overrides, read from the config and the command line.
 - axolotl: `axolotl train x.yml` / `-m axolotl.cli.train x.yml` — `rl` (dpo, ipo, kto, orpo,
   simpo, grpo), `adapter` (lora, qlora), `reward_model`, `process_reward_model`;
 - torchtune: `tune run RECIPE --config CFG` — the recipe names the method (lora_/full_ finetune,
-  _dpo_, ppo_, knowledge_distillation_, grpo), the config's model component says LoRA;
+  _dpo_, ppo_, knowledge_distillation_, grpo); the config's `_component_`s (also for a recipe
+  file run as a script) say LoRA (the model's builder) and the objective (the loss's class);
 - verl: `-m verl.trainer.main_ppo` with `algorithm.adv_estimator=…` (default gae: PPO) and
   `…lora_rank=N`; `-m verl.trainer.fsdp_sft_trainer` is SFT;
 - OpenRLHF: `-m openrlhf.cli.train_{sft,dpo,kto,rm,prm,ppo,ppo_ray,kd,…}` with
@@ -235,18 +236,74 @@ def torchtune_detection(recipe: str, config_name: str | None, config: dict[str, 
         lora_why = f"recipe {recipe}"
     elif config_name and re.search(r"lora", config_name.rsplit("/", 1)[-1], re.I):
         lora_why = f"config {config_name}"
-    elif config and re.search(r"lora", str(_dig(config, "model._component_") or ""), re.I):
-        lora_why = f"model component {_dig(config, 'model._component_')}"
-    if lora_why:
-        d.add("PEFT", lora_why)
-    if config is not None:
-        loss = str(_dig(config, "loss._component_") or "")
-        if "DPO" in loss or "SimPO" in loss or "RSO" in loss:
-            d.methods.discard("SFT")
-            d.evidence.pop("SFT", None)
-            d.add("SimPO" if "SimPO" in loss else "DPO", f"loss {loss}")
+    apply_components(d, config or {}, config_name or "config", overrides(args), lora_why=lora_why)
     d.trains = True
     return d
+
+
+_TT_MODEL_KEYS = ("model", "policy_model")
+"""Keys of the model a torchtune recipe trains (`teacher_model`, `ref_policy` are not trained)."""
+_TT_LOSS_STEMS = {"rso": "DPO", "rsop": "DPO"}
+"""Loss names method_of_loss does not know: rejection-sampling optimisation is a preference loss."""
+_TT_ADAPTER = re.compile(r"(^|_)(q?lora|dora)(_|$)", re.I)
+
+
+def _component(config: dict[str, Any], key: str, ov: dict[str, str]) -> str | None:
+    """The `_component_` of a config entry (a `key._component_=…` override first)."""
+    given = ov.get(f"{key}._component_")
+    if given:
+        return given
+    entry = config.get(key)
+    value = entry.get("_component_") if isinstance(entry, dict) else None
+    return str(value) if value else None
+
+
+def torchtune_components(config: dict[str, Any], ov: dict[str, str] | None = None
+                         ) -> tuple[str | None, list[tuple[str, str]]]:
+    """torchtune's config semantics: each `_component_` is the dotted path `config.instantiate`
+    builds. The trained model's builder says LoRA / QLoRA / DoRA (`…lora_llama3_2_1b`); a loss
+    entry (`loss:`, `kd_loss:`) names the objective by its class (`DPOLoss`, `PPOLoss`,
+    `SimPOLoss`) or, for an auxiliary loss, by its key (`kd_loss`: distillation).
+    Returns (why PEFT is on or None, [(method, why)] of the losses that name one; a supervised
+    loss names none)."""
+    from a2rl.analysis._methods import method_of_loss
+
+    ov = ov or {}
+    peft = None
+    for key in _TT_MODEL_KEYS:
+        comp = _component(config, key, ov)
+        if comp and _TT_ADAPTER.search(comp.rsplit(".", 1)[-1]):
+            peft = f"{key} component {comp}"
+            break
+    claims: list[tuple[str, str]] = []
+    keys = list(config) + [k.rsplit(".", 1)[0] for k in ov if k.endswith("._component_")]
+    for key in dict.fromkeys(keys):
+        if not (key == "loss" or key.endswith("_loss")):
+            continue
+        comp = _component(config, key, ov)
+        if not comp:
+            continue
+        cls = comp.rsplit(".", 1)[-1]
+        stem = re.sub(r"_?loss$", "", cls, flags=re.I).lower()
+        method = _TT_LOSS_STEMS.get(stem) or method_of_loss(cls) or \
+            (method_of_loss(key) if key != "loss" else None)
+        if method and method != "SFT":
+            claims.append((method, f"{key} component {comp}"))
+    return peft, claims
+
+
+def apply_components(d: Detection, config: dict[str, Any], where: str, ov: dict[str, str],
+                     *, lora_why: str | None = None) -> None:
+    """What a torchtune-style config's components say about a recipe that instantiates them:
+    PEFT from the model's builder, and the objective from the loss, which replaces a supervised
+    reading of the recipe (the recipe optimises whatever loss the config gives it)."""
+    peft, claims = torchtune_components(config, ov)
+    if lora_why or peft:
+        d.add("PEFT", lora_why or f"{where}: {peft}")
+    if claims:
+        d.drop("SFT")
+    for method, why in claims:
+        d.add(method, f"{where}: {why}")
 
 
 def _flag_value(args: list[str], *names: str) -> str | None:

@@ -27,7 +27,9 @@ a call into a module reaches the methods of the functions it calls, not those of
 other functions. A branch on a setting compared with names (`if args.stage == "sft": run_sft()
 elif args.stage == "ppo": run_ppo()`, a helper returning the trainer class of a mode) is read
 under the run's settings: the branches they rule out do not count; when nothing shows the
-setting's value, every branch does.
+setting's value, every branch does. So are `if training_args.do_train:` (transformers'
+default: False) and `getattr(trainers, cfg.trainer)` on a workspace module (the class the
+settings name; unnamed, any trainer class of that module).
 A comment or a string that mentions GRPO does not make a GRPO run.
 """
 
@@ -121,6 +123,9 @@ class Detection:
     """YAML/JSON file names written in the code (a config it loads, an argparse default)."""
     loads_config: bool = False
     """The code reads a YAML/JSON config (yaml.safe_load, json.load, OmegaConf.load, Hydra)."""
+    instantiates: bool = False
+    """The code builds objects from a config's component paths (torchtune's
+    `config.instantiate(cfg.loss)`, Hydra's `instantiate`): the config names its model and loss."""
     functions: dict[str, set[str]] = field(default_factory=dict)
     """Top-level functions of the module (and those it re-exports) -> the training methods a
     call of each reaches (the trainers it builds or picks, the training functions it calls)."""
@@ -155,6 +160,7 @@ class Detection:
             mine += [v for v in values if v not in mine]
         self.config_refs += [c for c in other.config_refs if c not in self.config_refs]
         self.loads_config |= other.loads_config
+        self.instantiates |= other.instantiates
         self.dispatch |= other.dispatch
 
     def settle(self) -> Detection:
@@ -766,20 +772,41 @@ def _dispatch_test(test: ast.expr) -> bool:
     return False
 
 
+_RUN_SWITCHES = {"do_train", "do_eval", "do_predict"}
+"""transformers' TrainingArguments switches: HF-style scripts train only under `if
+training_args.do_train:` (its default is False)."""
+
+
+def _switch_test(test: ast.expr) -> bool:
+    """A condition on a run switch (`training_args.do_train`, `not args.do_predict`), alone or
+    in a boolean combination."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _switch_test(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return any(_switch_test(v) for v in test.values)
+    path = _path(test)
+    return path is not None and len(path) >= 2 and path[-1] in _RUN_SWITCHES
+
+
+def _decided_test(test: ast.expr) -> bool:
+    """A branch the run's settings pick: a setting compared with names, or a run switch."""
+    return _dispatch_test(test) or _switch_test(test)
+
+
 def _has_dispatch(tree: ast.Module) -> bool:
-    return any(isinstance(n, ast.If) and _dispatch_test(n.test) for n in ast.walk(tree))
+    return any(isinstance(n, ast.If) and _decided_test(n.test) for n in ast.walk(tree))
 
 
 def _prune(tree: ast.Module, settings: Settings) -> None:
     """Drop the branches that the run's settings rule out: an `if` on a setting compared with
-    names keeps its body when the settings make the test true, its `else` when false; a test
-    whose value nothing shows keeps both."""
+    names, or on a run switch (`do_train`), keeps its body when the settings make the test
+    true, its `else` when false; a test whose value nothing shows keeps both."""
     from a2rl.analysis._settings import truth
 
     flags = _Flags(tree)
     decided = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _dispatch_test(node.test):
+        if isinstance(node, ast.If) and _decided_test(node.test):
             value, _ = flags.value(node.test, flags.scope(node), settings)
             verdict = truth(value)
             if verdict is not None:
@@ -1097,6 +1124,10 @@ class _ScriptReader:
         by_name = {d.name: d for d in defs}
         bodies += [by_name[c[0]] for b in cls.bases if len(c := _chain(b)) == 1 and c[0] in by_name]
         code = next((found for body in bodies if (found := _code_objective(body))), None)
+        if code is None or code[0] in RL and code[1].endswith("scored by a reward"):
+            # Chosen/rejected "rewards" of a preference loss are no RL reward: the shape of the
+            # loss decides first.
+            code = self._pair_objective(bodies) or code
         if code is None and "update" not in traits:
             return None
         named = method_of_class(cls.name)
@@ -1107,6 +1138,20 @@ class _ScriptReader:
             return named, "fit()/train() with a parameter update" if "update" in traits else \
                 "fit()/train() with its loss"
         return "SFT", "fit()/train() with a parameter update and a supervised loss"
+
+    def _pair_objective(self, bodies: list[ast.AST]) -> tuple[str, str] | None:
+        """DPO-style preference optimisation written across a class and the module's functions
+        it calls (`preference_loss(policy_chosen_logps, …)`): chosen/rejected log-probabilities
+        through a log-sigmoid."""
+        tops = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
+        helpers = {c.func.id for b in bodies for c in ast.walk(b)
+                   if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in tops}
+        ids = {i.lower() for b in bodies + [tops[h] for h in sorted(helpers)] for i in _identifiers(b)}
+        if sum(1 for i in ids if _PAIR_NAME.search(i)) >= 2 and _log_sigmoid(ids) and \
+                any("logp" in i or "logprob" in i for i in ids):
+            via = f" ({', '.join(sorted(helpers))})" if helpers else ""
+            return "DPO", f"chosen/rejected log-probabilities through a log-sigmoid{via}"
+        return None
 
     def _lightning(self, cls: ast.ClassDef) -> None:
         for base in cls.bases:
@@ -1480,7 +1525,39 @@ class _ScriptReader:
                 picked[node.targets[0].id] = returns[_chain(value.func)[0]]
             elif isinstance(value, ast.IfExp | ast.Subscript) and (methods := named(value)):
                 picked[node.targets[0].id] = methods
+            elif isinstance(value, ast.Call) and (got := self._getattr_pick(value)):
+                picked[node.targets[0].id] = got
         return picked
+
+    def _getattr_pick(self, call: ast.Call) -> set[str]:
+        """`getattr(trainers, cfg.trainer)` on a workspace module: the trainer class a setting
+        names. The run's settings pick one class when they name one of the module's trainers;
+        otherwise every trainer class of the module may be the one."""
+        if _chain(call.func) != ["getattr"] or len(call.args) < 2 or \
+                not isinstance(call.args[0], ast.Name):
+            return set()
+        sub = self.local_modules.get(self.origin.get(call.args[0].id, ""))
+        if sub is None or not sub.classes:
+            return set()
+        key = call.args[1]
+        if isinstance(key, ast.Constant):
+            return set()  # a fixed class: its name resolves like any attribute
+        self.result.dispatch = True  # the settings pick the class
+        where = f"line {call.lineno}: {ast.unparse(call)}"
+        name: Any = None
+        said: list[str] = []
+        if self.settings is not None:
+            name, said = self.flags.value(key, self.flags.scope(call), self.settings)
+        if isinstance(name, str) and name in sub.classes:
+            method = sub.classes[name]
+            why = sub.class_why.get(name)
+            self.result.add(method, f"{where} picks {name} ({'; '.join(said)})"
+                            + (f": {why}" if why else ""))
+            return {method}
+        for cls, method in sorted(sub.classes.items()):
+            why = sub.class_why.get(cls)
+            self.result.add(method, f"{where} may pick {cls}" + (f": {why}" if why else ""))
+        return set(sub.classes.values())
 
     def _reached(self, module: str, sub: Detection) -> Detection | None:
         """What this script's calls into a workspace module train: the module's methods less
@@ -1649,6 +1726,8 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
     refs, loads = _config_refs(tree)
     result.config_refs = refs + [c for c in result.config_refs if c not in refs]
     result.loads_config |= loads
+    result.instantiates |= any(isinstance(n, ast.Call) and _chain(n.func)[-1:] == ["instantiate"]
+                               for n in ast.walk(tree))
     if salvaged:
         # Read from the top-level statements this Python can parse (a script written for a
         # newer Python, or with one broken block); say so rather than see nothing.

@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from a2rl.analysis._configs import (
+    apply_components,
     config_detection,
     hf_args_peft,
     load_config,
@@ -408,6 +409,11 @@ class CommandReader:
                 if sub is not None and (not d.methods & TRAINING or
                                         d.framework in ("llamafactory", "axolotl")):
                     d.merge(sub)
+        # A recipe that instantiates its config's components (torchtune's `config.instantiate`)
+        # trains the model and the loss that config names.
+        if d.trains and d.instantiates:
+            for p, data in configs:
+                apply_components(d, data, p, overrides(args))
         # HF-argparse flags of LLaMA-Factory-style scripts (`src/train_sft.py --stage sft
         # --finetuning_type lora …`): the same keys as its YAML.
         flags = _flag_dict(args)
@@ -419,14 +425,17 @@ class CommandReader:
             if sub is not None:
                 if "PEFT" in sub.methods or not d.methods & TRAINING:
                     d.merge(sub)
-                if "do_predict" in flags and "do_train" not in flags:
-                    d.trains = False  # these scripts train only when asked (--do_train)
-                    d.evidence.setdefault("launch", []).append("--do_predict without --do_train")
+                asked = [f for f in ("do_predict", "do_eval") if f in flags]
+                if asked and "do_train" not in flags:
+                    # these scripts train only when asked (--do_train; TrainingArguments'
+                    # default is False): evaluating or predicting alone trains nothing
+                    d.trains = False
+                    d.evidence.setdefault("launch", []).append(f"--{asked[0]} without --do_train")
         if d.rl_config:
             self._verl_config(d, args)
         if d.peft_guards:
             decide_peft(d, Settings(flags=_flag_dict(args), overrides=overrides(args),
-                                    configs=configs or self._script_configs(path, d),
+                                    configs=configs or self._script_configs(path, d, args),
                                     defaults=d.flag_defaults))
         if d.conditional_peft and "PEFT" not in d.methods:
             why = hf_args_peft(args, config)
@@ -441,16 +450,18 @@ class CommandReader:
         configs = [(p, data) for a in args if a.endswith((".yaml", ".yml", ".json"))
                    and (p := self.find(a)) and (data := load_config(self.files[p], p)) is not None]
         settings = Settings(flags=_flag_dict(args), overrides=overrides(args),
-                            configs=configs or self._script_configs(path, found),
+                            configs=configs or self._script_configs(path, found, args),
                             defaults=found.flag_defaults)
         return analyse_script(path, self.files[path], read_module=self.module_reader(path),
                               analyse_command=self._nested, cache={}, settle=False,
                               settings=settings)
 
-    def _script_configs(self, path: str, d: Detection) -> list[tuple[str, dict[str, Any]]]:
+    def _script_configs(self, path: str, d: Detection, args: list[str] | None = None
+                        ) -> list[tuple[str, dict[str, Any]]]:
         """Configs a script reads when its command names none: the YAML/JSON files its code
-        names (next to the script or at the working folder), else, when it reads a config, the
-        ones next to it (its folder, or a `config`/`configs` folder there)."""
+        names (next to the script or at the working folder; a Hydra config composed with its
+        groups), else, when it reads a config, the ones next to it (its folder, or a
+        `config`/`configs` folder there)."""
         folder = PurePosixPath(path).parent
         named: list[str] = [d.hydra_config] if d.hydra_config in self.files else []
         for ref in d.config_refs:
@@ -467,8 +478,37 @@ class CommandReader:
         out = []
         for cand in named:
             data = load_config(self.files[cand], cand)
+            if data is not None and cand == d.hydra_config:
+                data = self._hydra_groups(cand, data, overrides(args or []))
             if data is not None:
                 out.append((cand, data))
+        return out
+
+    def _hydra_groups(self, path: str, data: dict[str, Any], ov: dict[str, str]) -> dict[str, Any]:
+        """A Hydra config with its config groups composed in: each `defaults:` entry `group:
+        option`, and each `group=option` override naming a file `<group>/<option>.yaml` next to
+        the config, puts that file's mapping under `group` (an override replaces the default's
+        option)."""
+        folder = PurePosixPath(path).parent
+        picks: dict[str, str] = {}
+        defaults = data.get("defaults")
+        for entry in defaults if isinstance(defaults, list) else []:
+            if isinstance(entry, dict) and len(entry) == 1:
+                group, option = next(iter(entry.items()))
+                group = str(group).removeprefix("override ").strip()
+                if isinstance(option, str | int | float) and "@" not in group:
+                    picks[group] = str(option)
+        for key, value in ov.items():
+            if "." not in key and (folder / key).as_posix() + f"/{value}.yaml" in self.files:
+                picks[key] = value
+        out = dict(data)
+        for group, option in picks.items():
+            group_file = str(folder / group / f"{ov.get(group, option)}.yaml")
+            loaded = load_config(self.files[group_file], group_file) if group_file in self.files \
+                else None
+            if loaded is not None:
+                base = out.get(group)
+                out[group] = {**base, **loaded} if isinstance(base, dict) else loaded
         return out
 
     def _verl_config(self, d: Detection, args: list[str]) -> None:
@@ -592,6 +632,9 @@ class CommandReader:
                 break
             if recipe is None:
                 return None
+            local = self.find(recipe) if recipe.endswith(".py") else None
+            if local is not None:
+                return self.script(local, args[i + 1:])  # a recipe file of the workspace
             cfg_name = _flag(args, "--config")
             cfg = self._config(cfg_name)
             return torchtune_detection(recipe, cfg_name, cfg, args)

@@ -87,8 +87,9 @@ def code_defaults(tree: Any, path: str) -> FlagDefaults:
     """Defaults the code gives its settings: fields of settings classes (dataclasses, pydantic
     models, attrs and plain class attributes; `field(default=…)` / `Field(…)`), argparse
     `add_argument` defaults (`store_true` is False), `set_defaults(…)`, parameter defaults of
-    functions (fire / typer style entry points: `typer.Option(False, …)`), and module-level
-    constants."""
+    functions (fire / typer style entry points: `typer.Option(False, …)`), module-level
+    constants, and the defaults of transformers' TrainingArguments switches (`do_train`) where
+    an HfArgumentParser parses that class."""
     import ast
 
     out: FlagDefaults = {}
@@ -139,7 +140,44 @@ def code_defaults(tree: Any, path: str) -> FlagDefaults:
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             put(stmt.targets[0].id, literal(stmt.value), stmt.lineno)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) == "HfArgumentParser" and node.args:
+            parsed = node.args[0]
+            names = parsed.elts if isinstance(parsed, ast.Tuple | ast.List) else [parsed]
+            if any(_hf_training_args(n, classes) for n in names):
+                for key, value in HF_TRAINING_DEFAULTS.items():
+                    out.setdefault(key, []).append(
+                        (value, f"{LIBRARY}transformers' TrainingArguments, parsed at {path}:{node.lineno}"))
     return out
+
+
+HF_TRAINING_DEFAULTS: dict[str, Any] = {"do_train": False, "do_eval": False, "do_predict": False}
+"""Defaults of transformers' (Seq2Seq)TrainingArguments switches, which the workspace does not
+hold: they apply to settings an HfArgumentParser of those classes parses."""
+LIBRARY = "library default: "
+"""How a default from a library's own settings class is marked: the code's own defaults and
+every other source outrank it."""
+_HF_ARGS = {"TrainingArguments", "Seq2SeqTrainingArguments"}
+
+
+def _call_name(node: Any) -> str:
+    import ast
+
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _hf_training_args(node: Any, classes: dict[str, Any], depth: int = 0) -> bool:
+    """transformers' TrainingArguments / Seq2SeqTrainingArguments, or a class of the module that
+    inherits from one."""
+    import ast
+
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    if name in _HF_ARGS:
+        return True
+    cls = classes.get(name)
+    return cls is not None and depth < 5 and any(_hf_training_args(b, classes, depth + 1)
+                                                 for b in cls.bases)
 
 
 def _argparse_default(node: Any, put: Callable[[str, Any, int], None]) -> None:
@@ -239,6 +277,8 @@ class Settings:
         for key in suffixes if code else []:
             if key in self.defaults:
                 entries = self.defaults[key]
+                own = [e for e in entries if not e[1].startswith(LIBRARY)]
+                entries = own or entries
                 value = _agreed([v for v, _ in entries])
                 if value is MISSING:
                     return MISSING, ""  # defaults that disagree (two settings classes): unknown
