@@ -8,7 +8,8 @@ held-out seed (a2rl._secrets) is drawn afresh and the baseline is scored from sc
 is converted again too unless --share-models points at a folder holding an already converted
 `smollm2-135m` (the conversion is the same on every installation). Prints one line per draw
 (a fingerprint of the secret, never the secret, baseline, best, wall time, load) and a summary;
-exits non-zero unless every draw passed within --limit seconds.
+exits non-zero unless every draw improved on the held-out score and on its items absent from the
+train-visible data, within --limit seconds.
 
 With kernel.sched_autogroup_enabled=1 (the default on most distributions), `nice` orders
 processes only within one session: other sessions' `nice -n 19` work still takes an equal
@@ -90,13 +91,19 @@ def one_draw(index: int, work: Path, share_models: Path | None, extra: list[str]
     record = json.loads(runs_json[-1].read_text()) if runs_json else {}
     baseline = (record.get("baseline") or {}).get("score")
     best = (record.get("best") or {}).get("score")
+    # the score on held-out items absent from the train-visible data: a gain there is not
+    # memorisation of train answers
+    base_unseen = (record.get("baseline") or {}).get("unseen_score")
+    best_unseen = (record.get("best") or {}).get("unseen_score")
     subs = [(s.get("model_path"), s.get("score")) for s in record.get("submissions", [])]
     return {"draw": index, "secret_sha": hashlib.sha256(secret.encode()).hexdigest()[:8],
-            "baseline": baseline, "best": best, "submissions": subs, "wall_s": round(wall, 1),
+            "baseline": baseline, "best": best, "baseline_unseen": base_unseen,
+            "best_unseen": best_unseen, "submissions": subs, "wall_s": round(wall, 1),
             "load_before": round(load, 2), "load_after": round(os.getloadavg()[0], 2),
             "exit": proc.returncode, "run_dir": str(runs_json[-1].parent) if runs_json else None,
             "passed": proc.returncode == 0 and baseline is not None and best is not None
-            and best > baseline}
+            and best > baseline and base_unseen is not None and best_unseen is not None
+            and best_unseen > base_unseen}
 
 
 def main() -> int:
@@ -119,6 +126,7 @@ def main() -> int:
         r = one_draw(i, work, args.share_models, args.demo_args, args.boost)
         results.append(r)
         print(f"draw {i}: secret {r['secret_sha']}  baseline {r['baseline']}  best {r['best']}  "
+              f"unseen {r['baseline_unseen']} -> {r['best_unseen']}  "
               f"wall {r['wall_s']:.0f} s  load {r['load_before']}->{r['load_after']}  "
               f"{'passed' if r['passed'] else 'FAILED'}  submissions {r['submissions']}",
               flush=True)
