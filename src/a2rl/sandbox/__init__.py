@@ -5,7 +5,7 @@ environment."""
 
 from a2rl.sandbox._bridge import BRIDGE_CODE, Handler, HostBridge
 from a2rl.sandbox._limits import Limits
-from a2rl.sandbox._masks import Masks, sandbox_masks
+from a2rl.sandbox._masks import Masks, python_roots, sandbox_masks
 from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
     READ_ONLY_ENTRIES,
@@ -18,7 +18,6 @@ from a2rl.sandbox._sandbox import (
     backend_class,
     get_sandbox,
     mounted_roots,
-    python_roots,
     sandboxes,
     start_sandbox,
     system_mount_args,

@@ -15,13 +15,17 @@ Three sources, merged by `sandbox_masks`:
     train-side environments (`_VISIBLE_PACKAGE_DATA`; a task may add more with
     `Task.sandbox_visible_paths()`);
 plus dataset/model caches ($HF_HOME, $HF_DATASETS_CACHE, $A2RL_HOME, $ALFWORLD_DATA, …)
-whenever they lie under a mounted folder.
+whenever they lie under a mounted folder, and what other users may not read in the mounted
+Python environment (the agent has the invoking user's rights outside: all of them as root).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,9 +167,74 @@ def cache_masks() -> Masks:
     return out
 
 
+OWNER_ONLY_ROOTS = ("/etc", "/opt")
+"""The system folders where an administrator keeps files only their owner may read (keys,
+database and service configuration), searched for them (`owner_only_paths`)."""
+
+
+def owner_only_paths(roots: Sequence[str] = OWNER_ONLY_ROOTS) -> tuple[list[str], list[str]]:
+    """(files, folders) under `roots` that other users may not read. The user namespace maps
+    the agent to the invoking uid outside, so it would read them with the invoker's rights
+    (all of them when a2rl runs as root); a backend with that mapping masks them. A folder the
+    others cannot list or enter is masked whole; links are not followed."""
+    files: list[str] = []
+    folders: list[str] = []
+    todo = [r for r in roots if os.path.isdir(r) and not os.path.islink(r)]
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as entries:
+                found = list(entries)
+        except OSError:
+            continue
+        for entry in found:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if (mode & 0o005) != 0o005:  # others may not list or enter it
+                    folders.append(entry.path)
+                else:
+                    todo.append(entry.path)
+            elif stat.S_ISREG(mode) and not mode & 0o004:
+                files.append(entry.path)
+    return sorted(files), sorted(folders)
+
+
+def python_roots() -> list[Path]:
+    """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
+    when it is an editable install (its .pth points outside site-packages)."""
+    import a2rl
+
+    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent,
+             Path(a2rl.__file__).resolve().parent.parent}
+    return sorted(roots)
+
+
+@functools.cache
+def _owner_only_in(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    files, folders = owner_only_paths(roots)
+    return tuple(files), tuple(folders)
+
+
+def owner_only_masks() -> Masks:
+    """The files and folders of the mounted Python environment (the venv, a base interpreter
+    outside the system folders, a2rl's source) that other users may not read
+    (`owner_only_paths`). The system folders are the backends' own (`masked_system_paths`). The walk
+    (~10^5 files, seconds) is done once per process: the environment is installed, not
+    written by runs."""
+    system = ("/usr/", "/etc/", "/opt/", "/bin/", "/sbin/", "/lib")
+    roots = tuple(str(r) for r in python_roots() if not str(r).startswith(system))
+    files, folders = _owner_only_in(roots)
+    return Masks(dirs=[Path(d) for d in folders], files=[Path(f) for f in files])
+
+
 def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path] = ()) -> Masks:
-    """All masks: reference packages, a2rl package data, caches, and the tasks' own."""
-    parts = [reference_package_masks(), a2rl_package_masks(task_visible), cache_masks()]
+    """All masks: reference packages, a2rl package data, caches, owner-only files of the
+    Python environment, and the tasks' own."""
+    parts = [reference_package_masks(), a2rl_package_masks(task_visible), cache_masks(),
+             owner_only_masks()]
     out = Masks()
     for m in parts:
         out.dirs += m.dirs

@@ -27,9 +27,7 @@ from __future__ import annotations
 import glob
 import os
 import pkgutil
-import stat
 import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, Protocol, overload
@@ -37,7 +35,7 @@ from typing import Literal, Protocol, overload
 from a2rl._errors import A2RLError
 from a2rl._plugins import Registry
 from a2rl.sandbox._bridge import HostBridge
-from a2rl.sandbox._masks import Masks
+from a2rl.sandbox._masks import Masks, owner_only_paths, python_roots
 
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
 """Workspace entries every backend mounts read-only (the rest of the workspace is writable)."""
@@ -51,54 +49,14 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/op
 # root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
-OWNER_ONLY_ROOTS = ("/etc", "/opt")
-"""Where an administrator keeps files only root may read (keys, database and service
-configuration); searched for them when a2rl runs as root (`owner_only_paths`)."""
-
-
-def owner_only_paths(roots: Sequence[str] = OWNER_ONLY_ROOTS) -> tuple[list[str], list[str]]:
-    """(files, folders) under `roots` that other users may not read: the agent would read them
-    as root's own when a2rl runs as root (the user namespace maps the agent to the invoking
-    uid), so a backend with that mapping masks them. Empty when a2rl does not run as root.
-    A folder the others cannot list or enter is masked whole; links are not followed."""
-    if os.geteuid() != 0:
-        return [], []
-    files: list[str] = []
-    folders: list[str] = []
-    for root in roots:
-        if not os.path.isdir(root) or os.path.islink(root):
-            continue
-        for here, dirs, names in os.walk(root):
-            keep = []
-            for d in dirs:
-                path = os.path.join(here, d)
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(st.st_mode) and (st.st_mode & 0o005) != 0o005:
-                    folders.append(path)
-                elif stat.S_ISDIR(st.st_mode):
-                    keep.append(d)
-            dirs[:] = keep
-            for name in names:
-                path = os.path.join(here, name)
-                try:
-                    st = os.lstat(path)
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o004:
-                    files.append(path)
-    return sorted(files), sorted(folders)
-
-
 def masked_system_paths() -> tuple[list[str], list[str]]:
     """(files, folders) a backend hides inside the mounted system folders: the known secrets
     (`MASKED_FILES`, `MASKED_DIRS`) and, when a2rl runs as root, every file and folder there
-    that only its owner may read (`owner_only_paths`)."""
+    that other users may not read (`owner_only_paths`; run by another user, the agent has that
+    user's rights outside, which root's files there do not grant)."""
     files = [f for f in MASKED_FILES if Path(f).exists()]
     folders = [d for d in MASKED_DIRS if Path(d).is_dir()]
-    owner_files, owner_dirs = owner_only_paths()
+    owner_files, owner_dirs = owner_only_paths() if os.geteuid() == 0 else ([], [])
     covered = [*files, *folders]
     folders += [d for d in owner_dirs
                 if not any(d == c or d.startswith(c + "/") for c in covered)]
@@ -171,17 +129,6 @@ class Sandbox(Protocol):
     #       start in the run folder's sandbox.json;
     #   @classmethod def remove_leftovers(cls, state: dict) -> None: removes them from that
     #       record (`a2rl runs repair`). The record is read back from disk: validate it.
-
-
-def python_roots() -> list[Path]:
-    """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
-    when it is an editable install (its .pth points outside site-packages)."""
-    import a2rl
-
-    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-             Path(sys.executable).resolve().parent.parent,
-             Path(a2rl.__file__).resolve().parent.parent}
-    return sorted(roots)
 
 
 def mounted_roots(read_only: Sequence[Path]) -> list[Path]:
