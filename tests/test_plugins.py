@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import test_sandbox_contract as contract
-from test_sandbox_contract import host_secret_dir  # noqa: F401  (a fixture of the reused checks)
+from test_sandbox_contract import host_secret_dir, venv_secret  # noqa: F401  (fixtures of the reused checks)
 
 from a2rl._errors import A2RLError
 from a2rl.sandbox import Sandbox
