@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from a2rl.analysis import PhaseNow
 from a2rl.analysis._live_phase import _MAX_BYTES, live_files
 from a2rl.extensions.tracking._phase_watch import _DUTY, PhaseWatch
@@ -99,3 +101,47 @@ def test_a_failing_read_is_said_once_and_the_watch_goes_on(tmp_path: Path) -> No
         watch.poll()
     assert len(said) == 1 and "trace unreadable" in said[0]
     assert watch.tracker.phases == ["SFT"]  # type: ignore[attr-defined]
+
+
+def test_the_growing_trace_is_parsed_once_and_as_the_whole_log_is(tmp_path: Path) -> None:
+    """A real strace log of parallel programs (with calls strace split: `<unfinished ...>`),
+    read piece by piece as it grows, cut mid-line and mid-character: the same events as the
+    whole log parsed at once, and a program still running has no end yet."""
+    import random
+    import shutil
+    import subprocess
+
+    from a2rl.extensions.exec_trace import traced_command
+    from a2rl.recording import ExecLogReader, parse_exec_log
+
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed")
+    log = tmp_path / "exec.log"
+    script = ("for i in $(seq 1 12); do (/bin/echo \"é$i\" >/dev/null; /bin/true) & done; "
+              "wait; /bin/sleep 0.1")
+    t0 = time.time()
+    subprocess.run(traced_command(["bash", "-c", script], strace=strace, log=log),
+                   check=True, timeout=120)
+    data = log.read_bytes()
+    whole = parse_exec_log(data.decode(errors="replace"), t0)
+    assert sum(e.program == "/bin/echo" for e in whole) == 12
+    growing = tmp_path / "growing.log"
+    growing.write_bytes(b"")
+    reader = ExecLogReader(t0)
+    rng = random.Random(7)
+    cut = 0
+    while cut < len(data):
+        step = rng.randint(1, 400)
+        with growing.open("ab") as fh:
+            fh.write(data[cut:cut + step])
+        cut += step
+        so_far = reader.poll(growing)
+        assert all(e.end_s is None or e.end_s >= e.start_s for e in so_far)
+    assert [e.model_dump() for e in reader.events(final=True)] == \
+        [e.model_dump() for e in whole]
+    # a program whose exit is not in the log yet is running: no end
+    first_exit = data.index(b"+++ exited")
+    partial = ExecLogReader(t0)
+    partial.feed(data[:first_exit].decode(errors="replace").rsplit("\n", 1)[0])
+    assert any(e.end_s is None for e in partial.events())

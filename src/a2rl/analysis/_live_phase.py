@@ -1,7 +1,8 @@
 """The phase the agent is in while the run goes (for live tracking), by the same labels as the
 run's analysis (`_phases`).
 
-With an exec trace the raw strace log written so far is parsed on the agent's clock: the phase
+With an exec trace the raw strace log written so far is parsed on the agent's clock (each line
+once, by a reader the caller keeps): the phase
 is that of the most specific program running now, else that of the program started last (the
 agent is thinking between programs). Without one, the agent's event log so far: the phase of
 its last turn. Scripts are read from the workspace as they are now (the agent's code folder and
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from a2rl.analysis._launch import CommandReader
 from a2rl.analysis._phases import _PRIORITY, PHASES, phase_times, turn_phases
-from a2rl.recording import parse_exec_log
+from a2rl.recording import ExecLogReader
 from a2rl.records import AgentEvent, ExecEvent
 
 _TEXT = (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg")
@@ -95,16 +96,17 @@ def _from_trace(events: list[ExecEvent], reader: CommandReader, now_s: float) ->
 
 def phase_so_far(run_dir: Path, now_s: float, *, exec_t0: float | None,
                  hide: Sequence[Sequence[str]] = (),
-                 agent_events: list[AgentEvent] | None = None) -> PhaseNow | None:
+                 agent_events: list[AgentEvent] | None = None,
+                 trace: ExecLogReader | None = None) -> PhaseNow | None:
     """The agent's phase `now_s` seconds after it started; None when nothing it did has a
     phase yet. `exec_t0` (epoch seconds of the agent's start) says the run is traced; `hide`
-    names the sandbox's own programs in the trace."""
+    names the sandbox's own programs in the trace. `trace`, kept by a caller that asks again
+    and again, reads only what the log gained since the last call."""
     reader = CommandReader(live_files(run_dir / "workspace"))
     raw = run_dir / "agent" / "exec.log"
     if exec_t0 is not None and raw.is_file():
-        events = [ExecEvent.model_validate(e, from_attributes=True)
-                  for e in parse_exec_log(raw.read_text(errors="replace"), exec_t0,
-                                                 hide=hide)]
+        trace = trace or ExecLogReader(exec_t0, hide=hide)
+        events = [ExecEvent.model_validate(e, from_attributes=True) for e in trace.poll(raw)]
         found = _from_trace(events, reader, now_s)
         if found is not None:
             return found

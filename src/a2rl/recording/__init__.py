@@ -2,7 +2,13 @@
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
 from a2rl.recording._closing import RecordSlot, bounded_close, storage_failure
-from a2rl.recording._exec_trace import ExecEvent, join_unfinished, parse_exec_log, read_exec_events
+from a2rl.recording._exec_trace import (
+    ExecEvent,
+    ExecLogReader,
+    join_unfinished,
+    parse_exec_log,
+    read_exec_events,
+)
 from a2rl.recording._snapshots import (
     CodeRecorder,
     Snapshot,
@@ -12,7 +18,8 @@ from a2rl.recording._snapshots import (
 )
 
 __all__ = [
-    "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "RecordSlot", "Snapshot",
+    "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "ExecLogReader", "RecordSlot",
+    "Snapshot",
     "bounded_close", "diff_stat", "join_unfinished", "parse_exec_log", "read_artifacts",
     "read_exec_events", "read_parent", "read_snapshots", "snapshot_files", "storage_failure",
 ]

@@ -53,31 +53,80 @@ def parse_exec_log(text: str, t0: float, *,
                    hide: Sequence[Sequence[str]] = ()) -> list[ExecEvent]:
     """Parse strace output; times are made relative to `t0` (the agent's start, epoch s).
     An exec whose argv starts with one of `hide` (the sandbox's own programs) is dropped."""
-    by_pid: dict[int, ExecEvent] = {}
-    done: list[ExecEvent] = []
-    for line in join_unfinished(text):
+    reader = ExecLogReader(t0, hide=hide)
+    reader.feed(text)
+    return reader.events(final=True)
+
+
+class ExecLogReader:
+    """`parse_exec_log` fed piece by piece (the log of a running agent, read as it grows): each
+    line is parsed once. A call strace split is parsed when it resumes: its process is inside
+    that call until then, so no event of that process comes between."""
+
+    def __init__(self, t0: float, *, hide: Sequence[Sequence[str]] = ()) -> None:
+        self.t0, self.hide = t0, [list(h) for h in hide if h]
+        self._by_pid: dict[int, ExecEvent] = {}
+        self._done: list[ExecEvent] = []
+        self._pending: dict[str, str] = {}
+        self._rest = b""
+        self._offset = 0
+
+    def poll(self, path: Path) -> list[ExecEvent]:
+        """Read what was added to the log at `path` since the last poll; the events so far."""
+        try:
+            with path.open("rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return self.events()
+        self._offset += len(data)
+        data = self._rest + data
+        cut = data.rfind(b"\n") + 1  # only whole lines: the last one may still be written
+        self._rest = data[cut:]
+        self.feed(data[:cut].decode(errors="replace"))
+        return self.events()
+
+    def feed(self, text: str) -> None:
+        """Parse whole lines of the log."""
+        for line in text.splitlines():
+            if m := _UNFINISHED.match(line):
+                self._pending[m[1]] = f"{m[1]} {m[2]} {m[3]}"
+            elif (m := _RESUMED.match(line)) and m[1] in self._pending:
+                self._line(self._pending.pop(m[1]) + m[2])
+            else:
+                self._line(line)
+
+    def events(self, *, final: bool = False) -> list[ExecEvent]:
+        """The programs so far, by start; a running one has no end. `final`: the log is
+        complete, a call never resumed (killed mid-call) is parsed as it began."""
+        if final:
+            for head in list(self._pending.values()):
+                self._line(head)
+            self._pending.clear()
+        running = [ev.model_copy() for ev in self._by_pid.values()]
+        return sorted([*self._done, *running], key=lambda e: (e.start_s, e.pid))
+
+    def _line(self, line: str) -> None:
         if m := _EXEC.match(line):
             pid, ts, program, args, result = int(m[1]), float(m[2]), m[3], m[4], m[5]
             if result != "0":
-                continue  # PATH lookups that failed
+                return  # PATH lookups that failed
             argv = [_unescape(a) for a in _ARG.findall(args)]
-            if any(h and argv[:len(h)] == list(h) for h in hide):
-                continue
-            prev = by_pid.get(pid)
-            start = prev.start_s if prev else round(ts - t0, 3)
+            if any(argv[:len(h)] == h for h in self.hide):
+                return
+            prev = self._by_pid.get(pid)
+            start = prev.start_s if prev else round(ts - self.t0, 3)
             # A process that exec's again (shims, `exec "$@"`) keeps its start, changes program.
-            by_pid[pid] = ExecEvent(pid=pid, start_s=start, end_s=None, exit_code=None,
-                                    program=_unescape(program), argv=argv)
+            self._by_pid[pid] = ExecEvent(pid=pid, start_s=start, end_s=None, exit_code=None,
+                                          program=_unescape(program), argv=argv)
         elif m := _EXIT.match(line):
             pid, ts = int(m[1]), float(m[2])
-            ev = by_pid.pop(pid, None)
+            ev = self._by_pid.pop(pid, None)
             if ev is None:
-                continue
-            ev.end_s = round(ts - t0, 3)
+                return
+            ev.end_s = round(ts - self.t0, 3)
             ev.exit_code = int(m[3]) if m[3] is not None else -_SIGNALS.get(m[4], 0)
-            done.append(ev)
-    done.extend(by_pid.values())
-    return sorted(done, key=lambda e: (e.start_s, e.pid))
+            self._done.append(ev)
 
 
 def read_exec_events(run_dir: Path) -> list[ExecEvent] | None:

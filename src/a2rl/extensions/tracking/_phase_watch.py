@@ -1,6 +1,7 @@
 """Reads the agent's phase every `phase_every_s` seconds while it works and hands each change
-to the tracker. Each read parses the trace so far, so on a long run the wait between reads
-grows to keep the watch under `_DUTY` of one core. A failure to read is said once and never
+to the tracker. Each read parses what the trace gained since the last one and labels the
+programs so far, so on a long run the wait between reads grows to keep the watch under `_DUTY`
+of one core. A failure to read is said once and never
 stops the run or the watch."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from a2rl.recording import ExecLogReader
 
 _DUTY = 0.05
 """The largest share of one core the watch spends reading."""
@@ -34,6 +37,8 @@ class PhaseWatch:
         self._stop = threading.Event()
         self._failed = False
         self._wait_s = every_s
+        self._trace = ExecLogReader(started_epoch, hide=hide) if traced else None
+        """Parses each line of the growing exec log once."""
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name=f"phases-{run_dir.name}",
                                         daemon=True)
@@ -49,7 +54,7 @@ class PhaseWatch:
         if not self.traced:
             events = self.agent.live_events(self.agent_dir)
         return phase_so_far(self.run_dir, now_s, exec_t0=self.started_epoch if self.traced
-                            else None, hide=self.hide, agent_events=events)
+                            else None, hide=self.hide, agent_events=events, trace=self._trace)
 
     def poll(self) -> None:
         """Read the phase now; log it if it changed."""
