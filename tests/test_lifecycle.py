@@ -237,3 +237,26 @@ def test_repair_removes_a_podman_container_that_outlived_the_harness(
         assert not running()
     finally:
         box.cleanup()
+
+
+def test_the_cleanup_after_a_run_spares_a_process_kept_for_every_run(tmp_path: Path) -> None:
+    """A service serving every run of the process (W&B's) holds a file in the run folder: the
+    cleanup kills the run's other leftovers, never it."""
+    from a2rl._util import keep_process
+    from a2rl.runner._lifecycle import kill_leftover_groups
+
+    run_dir = tmp_path / "arith" / "r1"
+    run_dir.mkdir(parents=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    kept = subprocess.Popen(sleeper, cwd=run_dir)
+    leftover = subprocess.Popen(sleeper, cwd=run_dir)
+    try:
+        keep_process(kept.pid)
+        hit = kill_leftover_groups([run_dir])
+        assert leftover.pid in hit and kept.pid not in hit
+        assert leftover.wait(timeout=60) == -9
+        assert kept.poll() is None
+    finally:
+        for p in (kept, leftover):
+            p.kill()
+            p.wait()
