@@ -105,8 +105,9 @@ def test_a_failing_read_is_said_once_and_the_watch_goes_on(tmp_path: Path) -> No
 
 def test_the_growing_trace_is_parsed_once_and_as_the_whole_log_is(tmp_path: Path) -> None:
     """A real strace log of parallel programs (with calls strace split: `<unfinished ...>`),
-    read piece by piece as it grows, cut mid-line and mid-character: the same events as the
-    whole log parsed at once, and a program still running has no end yet."""
+    read piece by piece as it grows and in polls of bounded size, cut mid-line and
+    mid-character: the same events as the whole log parsed at once, and a program still
+    running has no end yet."""
     import random
     import shutil
     import subprocess
@@ -136,8 +137,10 @@ def test_the_growing_trace_is_parsed_once_and_as_the_whole_log_is(tmp_path: Path
         with growing.open("ab") as fh:
             fh.write(data[cut:cut + step])
         cut += step
-        so_far = reader.poll(growing)
+        so_far = reader.poll(growing, max_bytes=rng.randint(1, 600))
         assert all(e.end_s is None or e.end_s >= e.start_s for e in so_far)
+    reader.poll(growing)  # what the bounded polls left, in one read
+    assert reader._offset == len(data)
     assert [e.model_dump() for e in reader.events(final=True)] == \
         [e.model_dump() for e in whole]
     # a program whose exit is not in the log yet is running: no end

@@ -71,12 +71,13 @@ class ExecLogReader:
         self._rest = b""
         self._offset = 0
 
-    def poll(self, path: Path) -> list[ExecEvent]:
-        """Read what was added to the log at `path` since the last poll; the events so far."""
+    def poll(self, path: Path, *, max_bytes: int = 64 << 20) -> list[ExecEvent]:
+        """Read what was added to the log at `path` since the last poll, at most `max_bytes`
+        (a burst of execs is read over several polls); the events so far."""
         try:
             with path.open("rb") as fh:
                 fh.seek(self._offset)
-                data = fh.read()
+                data = fh.read(max_bytes)
         except OSError:
             return self.events()
         self._offset += len(data)
