@@ -5,13 +5,12 @@ environment."""
 
 from a2rl.sandbox._bridge import BRIDGE_CODE, Handler, HostBridge
 from a2rl.sandbox._limits import Limits
-from a2rl.sandbox._masks import Masks, python_roots, sandbox_masks
+from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
 from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
     READ_ONLY_ENTRIES,
     SANDBOX_KINDS,
     SANDBOX_UID,
-    SYSTEM_DIRS,
     NetworkPolicy,
     Sandbox,
     SandboxKind,

@@ -167,6 +167,8 @@ def cache_masks() -> Masks:
     return out
 
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+"""The host's system folders every backend mounts read-only."""
 OWNER_ONLY_ROOTS = ("/etc", "/opt")
 """The system folders where an administrator keeps files only their owner may read (keys,
 database and service configuration), searched for them (`owner_only_paths`)."""
@@ -221,11 +223,12 @@ def _owner_only_in(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, 
 def owner_only_masks() -> Masks:
     """The files and folders of the mounted Python environment (the venv, a base interpreter
     outside the system folders, a2rl's source) that other users may not read
-    (`owner_only_paths`). The system folders are the backends' own (`masked_system_paths`). The walk
-    (~10^5 files, seconds) is done once per process: the environment is installed, not
-    written by runs."""
-    system = ("/usr/", "/etc/", "/opt/", "/bin/", "/sbin/", "/lib")
-    roots = tuple(str(r) for r in python_roots() if not str(r).startswith(system))
+    (`owner_only_paths`). The system folders, a base interpreter in /usr included, are the
+    backends' own (`masked_system_paths`). The walk (~10^5 files, seconds) is done once per
+    process: the environment is installed, not written by runs."""
+    system = [Path(d) for d in SYSTEM_DIRS]
+    roots = tuple(str(r) for r in python_roots()
+                  if not any(r == d or d in r.parents for d in system))
     files, folders = _owner_only_in(roots)
     return Masks(dirs=[Path(d) for d in folders], files=[Path(f) for f in files])
 

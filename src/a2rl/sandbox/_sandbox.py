@@ -35,7 +35,7 @@ from typing import Literal, Protocol, overload
 from a2rl._errors import A2RLError
 from a2rl._plugins import Registry
 from a2rl.sandbox._bridge import HostBridge
-from a2rl.sandbox._masks import Masks, owner_only_paths, python_roots
+from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, owner_only_paths, python_roots
 
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
 """Workspace entries every backend mounts read-only (the rest of the workspace is writable)."""
@@ -44,7 +44,6 @@ SandboxKind = str
 """A registered backend's name (`sandboxes.names()`); run.json stores it as given."""
 NetworkPolicy = Literal["allowlist", "full", "none"]
 SANDBOX_UID = 1000
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
 # The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
 # root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")

@@ -12,11 +12,10 @@ from pathlib import Path
 from a2rl._errors import A2RLError
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
 from a2rl.sandbox._limits import Limits, PidsCgroup, apply_rlimits
-from a2rl.sandbox._masks import Masks, python_roots, sandbox_masks
+from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
 from a2rl.sandbox._sandbox import (
     READ_ONLY_ENTRIES,
     SANDBOX_UID,
-    SYSTEM_DIRS,
     gpu_devices,
     inside,
     masked_system_paths,
