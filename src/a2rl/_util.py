@@ -1,4 +1,5 @@
-"""Small helpers shared by several modules (atomic writes, hashing, time, lazy exports)."""
+"""Small helpers shared by several modules (atomic writes, hashing, time, lazy exports, this
+process's children)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,27 @@ def lazy_exports(module: str, homes: dict[str, str]) -> Callable[[str], Any]:
         setattr(sys.modules[module], name, value)
         return value
     return attribute
+
+
+def descendants(pid: int) -> list[int]:
+    """All descendants of `pid` (children first), from /proc/<pid>/task/*/children."""
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{current}/task/{tid}/children") as fh:
+                    kids = [int(x) for x in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            out.extend(kids)
+            stack.extend(kids)
+    return out
 
 
 _KEPT: set[int] = set()

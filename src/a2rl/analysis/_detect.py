@@ -77,6 +77,7 @@ _TEACHER_NAME = re.compile(r"teacher", re.I)
 _PAIR_NAME = re.compile(r"(chosen|reject|accept)", re.I)
 """The two sides of a preference pair (`chosen_logps`, `r_rejected`, `r_accept`)."""
 _REWARD_NAME = re.compile(r"reward", re.I)
+_ADVANTAGE_NAME = re.compile(r"advantage", re.I)
 # Entry-point modules of the frameworks' own training CLIs and what they train.
 _ENTRY_MODULE = re.compile(r"(?:^|\.)(?:cli\.)?(train_[a-z_]+|main_ppo|main_dapo|tuner|sft_trainer|"
                            r"fsdp_sft_trainer)$")
@@ -361,7 +362,7 @@ def _code_objective(node: ast.AST) -> tuple[str, str] | None:
     if named:
         best = primary_method(set(named) - {"SFT"}) or "SFT"
         return best, f"loss {named[best]}"
-    if ({"generate", "sample", "rollout"} & ids or any("advantage" in i.lower() for i in ids)) and \
+    if ({"generate", "sample", "rollout"} & ids or any(_ADVANTAGE_NAME.search(i) for i in ids)) and \
             any(_REWARD_NAME.search(i) for i in ids):
         if any(_GROUP_NAME.search(i) for i in ids):
             return "GRPO", "groups of sampled generations scored by a reward"
@@ -375,7 +376,7 @@ def _name_holds(method: str, ids: set[str]) -> bool:
     if method in DISTILLATION:
         return any(_TEACHER_NAME.search(i) for i in ids)
     if method in RL:
-        return any(_REWARD_NAME.search(i) or "advantage" in i.lower() for i in ids)
+        return any(_REWARD_NAME.search(i) or _ADVANTAGE_NAME.search(i) for i in ids)
     return True
 
 
@@ -1520,9 +1521,9 @@ class _ScriptReader:
                     and isinstance(node.targets[0], ast.Name)):
                 continue
             value = node.value
-            if isinstance(value, ast.Call) and _chain(value.func)[:1] and \
-                    len(_chain(value.func)) == 1 and _chain(value.func)[0] in returns:
-                picked[node.targets[0].id] = returns[_chain(value.func)[0]]
+            if isinstance(value, ast.Call) and len(func := _chain(value.func)) == 1 and \
+                    func[0] in returns:
+                picked[node.targets[0].id] = returns[func[0]]
             elif isinstance(value, ast.IfExp | ast.Subscript) and (methods := named(value)):
                 picked[node.targets[0].id] = methods
             elif isinstance(value, ast.Call) and (got := self._getattr_pick(value)):
@@ -1665,7 +1666,7 @@ class _ScriptReader:
         rewards = any(_REWARD_NAME.search(i) for i in ids)
         # Sampled generations, or log-probabilities weighted by advantages (the rollouts may be
         # sampled in another module), scored by a reward: policy-gradient RL.
-        if rewards and (generate or any("advantage" in i.lower() for i in ids)):
+        if rewards and (generate or any(_ADVANTAGE_NAME.search(i) for i in ids)):
             if any(_GROUP_NAME.search(i) for i in ids):
                 r.add("GRPO", why + " on groups of sampled generations scored by a reward")
             else:

@@ -2,12 +2,11 @@
 run's analysis (`_phases`).
 
 With an exec trace the raw strace log written so far is parsed on the agent's clock (each line
-once, by a reader the caller keeps): the phase
-is that of the most specific program running now, else that of the program started last (the
-agent is thinking between programs). Without one, the agent's event log so far: the phase of
-its last turn. Scripts are read from the workspace as they are now (the agent's code folder and
-the workspace root, text files only, bounded), since the latest code snapshot may predate the
-script just launched.
+once, by a reader the caller keeps): the phase is that of the most specific program running
+now, else that of the program started last (the agent is thinking between programs).
+Without one, the agent's event log so far: the phase of its last turn. Scripts are read from
+the workspace as they are now (the agent's code folder and the workspace root, text files
+only, bounded), since the latest code snapshot may predate the script just launched.
 """
 
 from __future__ import annotations

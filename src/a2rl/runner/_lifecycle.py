@@ -26,9 +26,9 @@ from pathlib import Path
 from types import FrameType
 
 from a2rl._errors import A2RLError
-from a2rl._util import atomic_write_text, kept_processes, utcnow
+from a2rl._util import atomic_write_text, descendants, kept_processes, utcnow
 from a2rl.records import ProcessProof, RunRecord
-from a2rl.runner._supervise import HarnessTerminated, descendants
+from a2rl.runner._supervise import HarnessTerminated
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 SANDBOX_FILE = "sandbox.json"

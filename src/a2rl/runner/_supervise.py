@@ -11,28 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from a2rl._secrets import REDACTED
+from a2rl._util import descendants
 from a2rl.records import ExitReason
-
-
-def descendants(pid: int) -> list[int]:
-    """All descendants of `pid` (children first), from /proc/<pid>/task/*/children."""
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{current}/task/{tid}/children") as fh:
-                    kids = [int(x) for x in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            out.extend(kids)
-            stack.extend(kids)
-    return out
 
 
 def _comm(pid: int) -> str:

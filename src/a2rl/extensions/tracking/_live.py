@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from a2rl._errors import A2RLError
-from a2rl._util import keep_process
+from a2rl._util import descendants, keep_process
 from a2rl.records import RunRecord, SubmissionRecord, TrackingConfig, load_run
 
 if TYPE_CHECKING:
@@ -171,23 +171,16 @@ def run_payload(run_dir: Path) -> tuple[str, dict[str, Any], list[dict[str, floa
 
 
 def _wandb_services() -> list[int]:
-    """This process's direct children that are W&B's service process (`wandb-core`, started
-    for this process's pid)."""
+    """This process's descendants that are W&B's service process (`wandb-core`, started for
+    this process's pid)."""
     me = str(os.getpid())
-    children: list[int] = []
-    for task in Path("/proc/self/task").glob("*/children"):
-        try:
-            children += [int(p) for p in task.read_text().split()]
-        except OSError:
-            continue
     found = []
-    for pid in children:
+    for pid in descendants(os.getpid()):
         try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        names = [a.decode(errors="replace") for a in argv]
-        if names and Path(names[0]).name == "wandb-core" and me in names:
+        if Path(argv[0]).name == "wandb-core" and me in argv:
             found.append(pid)
     return found
 

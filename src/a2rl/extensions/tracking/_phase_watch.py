@@ -1,8 +1,7 @@
 """Reads the agent's phase every `phase_every_s` seconds while it works and hands each change
 to the tracker. Each read parses what the trace gained since the last one and labels the
 programs so far, so on a long run the wait between reads grows to keep the watch under `_DUTY`
-of one core. A failure to read is said once and never
-stops the run or the watch."""
+of one core. A failure to read is said once and never stops the run or the watch."""
 
 from __future__ import annotations
 
