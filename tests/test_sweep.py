@@ -269,7 +269,7 @@ def test_sweep_plan_lists_cells_and_refuses_a_cli_with_a_foreign_driver(tmp_path
         assert "cells to run" in out.output
     slurm = CliRunner().invoke(app, ["sweep", "plan", str(folder / "slurm.yaml")])
     assert "a2rl run --task gsm8k --agent codex" in slurm.output
-    assert "--driver gpt-5-codex --final=hidden" in slurm.output
+    assert "--driver gpt-6.2-sol --final=hidden" in slurm.output
     assert not (Path.cwd() / "sweeps" / "paper-slurm").exists()  # nothing started or written
     # Codex speaks the OpenAI API: a Claude model is refused, with the fix
     data = small_matrix(tmp_path, "local", reference=False)

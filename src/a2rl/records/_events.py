@@ -8,7 +8,11 @@ from pydantic import ConfigDict, Field
 
 from a2rl.records._base import Record
 
-EventKind = Literal["turn", "tool_call", "command", "file_edit", "usage", "message"]
+EventKind = Literal["turn", "tool_call", "command", "file_edit", "usage", "message", "prompt"]
+"""`prompt`: a message the agent received (the first prompt, a re-prompt): `text` holds it."""
+
+OUTPUT_CAP = 16384
+"""Most characters of a tool's output kept in an event (head and tail kept, the middle cut)."""
 
 
 class AgentEvent(Record):
@@ -51,6 +55,13 @@ class AgentEvent(Record):
     main_input_tokens)."""
     cost_usd: float | None = None
     """For usage: the CLI's cost estimate in USD, when it reports one."""
+    output: str | None = None
+    """For tool_call and command: what the tool returned (stdout/stderr, the file it read, the
+    grader's reply), at most OUTPUT_CAP characters; secrets scrubbed by the launcher."""
+    output_chars: int | None = None
+    """The full output's length in characters, when `output` was cut to OUTPUT_CAP."""
+    is_error: bool | None = None
+    """For tool_call and command: the tool reported an error (None: not known)."""
     extra: dict[str, str] = Field(default_factory=dict)
     """Launcher-specific details (status, error type, cache split, …)."""
 

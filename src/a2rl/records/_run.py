@@ -22,7 +22,7 @@ from a2rl.records._scaffold import ScaffoldConfig
 RUN_FORMAT = 1
 
 ExitReason = Literal["agent_exited", "budget_exhausted", "interrupted", "terminated",
-                     "harness_error", "harness_died"]
+                     "harness_error", "harness_died", "cost_limit", "stopped"]
 
 
 class ImportInfo(Record):
@@ -71,8 +71,17 @@ class TrackingConfig(Record):
 
     to: Literal["wandb", "mlflow"]
     """Which tracker."""
-    project: str = "a2rl"
-    """W&B project / MLflow experiment name."""
+    project: str | None = None
+    """W&B project / MLflow experiment name (None: $WANDB_PROJECT / $MLFLOW_EXPERIMENT_NAME,
+    else `a2rl`)."""
+    entity: str | None = None
+    """W&B entity (team or user; None: $WANDB_ENTITY, else W&B's default)."""
+    group: str | None = None
+    """W&B group / MLflow tag `group` (None: $WANDB_RUN_GROUP; a sweep sets its name)."""
+    tags: list[str] = Field(default_factory=list)
+    """W&B tags / MLflow tags (the task, agent and driver are always added)."""
+    name: str | None = None
+    """The tracked run's display name (None: the a2rl run id)."""
     tracking_uri: str | None = None
     """MLflow tracking URI (None: MLflow's default, ./mlruns)."""
     mode: Literal["online", "offline"] | None = None
@@ -160,6 +169,9 @@ class RunConfig(Record):
     """--eval-gpus: CUDA_VISIBLE_DEVICES of the evaluation child (None: inherited)."""
     vllm_memory: float | None = Field(default=None, gt=0.0, le=1.0)
     """--vllm-memory: share of GPU memory (of RAM on CPU) vLLM reserves (None: its default)."""
+    cost_limit_usd: float | None = Field(default=None, gt=0)
+    """--cost-limit: the agent is stopped (exit reason `cost_limit`) once its recorded LLM spend
+    reaches this many US dollars (None: no limit)."""
     tracking: TrackingConfig | None = None
     """--log-to: the experiment tracker that receives the baseline, each scored submission and
     the result while the run goes (None: none)."""
@@ -239,6 +251,57 @@ class Timings(Record):
     """From `a2rl run` to the final record."""
 
 
+class RunCost(Record):
+    """What a run spent (`RunRecord.cost`)."""
+
+    input_tokens: int | None = None
+    """LLM prompt tokens of the agent (cached ones included; None: not known)."""
+    output_tokens: int | None = None
+    """LLM completion tokens of the agent (reasoning included)."""
+    usd: float | None = None
+    """The agent's LLM spend in US dollars (None: not known)."""
+    usd_source: str | None = None
+    """Where `usd` comes from: `cli` (the CLI's own total) or `prices:<date>` (the dated price
+    table in a2rl.records._prices applied to the token counts)."""
+    gpus: int = 0
+    """GPUs visible to the agent (0: CPU only)."""
+    agent_gpu_hours: float = 0.0
+    """GPUs × the agent's wall time, in hours."""
+    eval_gpu_hours: float = 0.0
+    """GPU time of the evaluations (baseline not included), in hours."""
+    gpu_util_mean: float | None = None
+    """Mean GPU utilisation (0–100) sampled through NVML while the agent ran (None: no NVML)."""
+    gpu_mem_peak_mb: float | None = None
+    """Peak GPU memory used, MiB, sampled through NVML (None: no NVML)."""
+    gpu_note: str | None = None
+    """Why there are no GPU samples (no NVML, no GPU), said plainly."""
+    peak_rss_mb: float | None = None
+    """Peak resident memory of the agent's processes, MiB."""
+    peak_rss_source: str | None = None
+    """How `peak_rss_mb` was measured: `cgroup memory.peak` (the sandbox's own cgroup), `sampled
+    RSS` (the agent's process tree, summed at each sample) or `getrusage floor` (the largest
+    single child of the harness: a lower bound)."""
+    disk_bytes: int | None = None
+    """Bytes the run folder holds at the close (shared blobs counted once)."""
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.agent_gpu_hours + self.eval_gpu_hours
+
+
+class Provenance(Record):
+    """Versions and fingerprints as the run saw them (`RunRecord.provenance`)."""
+
+    a2rl_version: str | None = None
+    """a2rl's version."""
+    agent_cli_version: str | None = None
+    """The agent CLI's version as it answered inside the sandbox."""
+    driver_model: str | None = None
+    """The driver's model id as the provider reported it (may differ from --driver)."""
+    task_data_sha256: str | None = None
+    """Fingerprint of the task's train-visible and held-out data."""
+
+
 class ProcessProof(Record):
     """What identifies a process beyond its pid (pids are reused): `a2rl runs repair` signals
     a recorded process only while all of these still match."""
@@ -266,8 +329,9 @@ class RunRecord(Record):
 
     run_id: str
     """Unique id of the run (the folder name)."""
-    status: Literal["setting_up", "running", "finished", "failed"]
-    """Stage of the run; `finished` once the final record is written."""
+    status: Literal["setting_up", "running", "finished", "failed", "stopped"]
+    """Stage of the run; `finished` once the final record is written; `stopped` when the
+    operator stopped it on purpose (a sweep's SIGTERM): not a failure, resumed by the sweep."""
     created_at: dt.datetime
     """When `a2rl run` started (UTC)."""
     ended_at: dt.datetime | None = None
@@ -331,6 +395,11 @@ class RunRecord(Record):
     """Why the run failed, when it did."""
     imported: ImportInfo | None = None
     """Set when another harness made the run and `a2rl import` brought it in."""
+    cost: RunCost | None = None
+    """What the run spent: LLM tokens and dollars, GPU-hours, peak memory and disk."""
+    provenance: Provenance | None = None
+    """What makes the run reproducible beyond its config (CLI version as it ran, the driver's
+    model id as the provider reported it, the task's data fingerprint)."""
     engine: EngineInfo | None = None
     """The engine every evaluation of the run generated with (resolved once at the start):
     name, package and version, the interpreter and venv it ran in, device and memory share."""
