@@ -15,7 +15,12 @@ from pathlib import Path
 
 from a2rl.records import ExecEvent
 
-_EXEC = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+execve\("((?:[^"\\]|\\.)*)", \[(.*?)\]\.?\.?\.?, .*\) = (\S+)')
+# argv is matched string by string (a quoted argument may hold `], ` itself: a lazy `.*?\]` would
+# end the list there and drop the arguments after it); strace marks a string cut at -s and a list
+# cut at its length limit with `...`.
+_ARGV = r'\[((?:"(?:[^"\\]|\\.)*"(?:\.\.\.)?|\.\.\.|, )*)\]'
+_EXEC = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+execve\("((?:[^"\\]|\\.)*)", ' + _ARGV
+                   + r'\.?\.?\.?, .*\) = (\S+)')
 _EXIT = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+\+\+\+ (?:exited with (\d+)|killed by (SIG\w+))")
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGKILL": 9, "SIGSEGV": 11, "SIGPIPE": 13, "SIGTERM": 15}

@@ -199,11 +199,17 @@ def diff_stat(run_dir: Path, old: str | None, new: str) -> list[str]:
 def snapshot_files(run_dir: Path, commit: str) -> dict[str, str]:
     """Text of every file in a snapshot (path -> content), for analysis."""
     git_dir = run_dir / "code-history.git"
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit],
-                           capture_output=True, text=True, check=True).stdout.splitlines()
+    # -z: names as they are (without it git C-quotes names with quotes, backslashes, control
+    # or non-ASCII bytes, and `git show <commit>:"<quoted>"` finds no such file)
+    listing = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", "--name-only",
+                              commit], capture_output=True, check=True).stdout
     out: dict[str, str] = {}
-    for name in names:
+    for raw in listing.split(b"\0"):
+        if not raw:
+            continue
+        name = os.fsdecode(raw)
         blob = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{name}"],
                               capture_output=True, check=True).stdout
-        out[name] = blob.decode(errors="replace")
+        out[name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")] = \
+            blob.decode(errors="replace")
     return out
