@@ -735,3 +735,30 @@ def test_evaluate_tiny_model(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) 
     assert out.metrics["grader_llm"] == 0.0 and out.details[0]["grader"] == "string"
     assert [d["episode_id"] for d in out.details[1:]] == [e.id for e in task.heldout_episodes()]
     assert task._session is None  # the backend and the grader were released
+
+
+@pytest.mark.parametrize(("prediction", "gold", "fully_correct"), [
+    ("Not 1990; it was 1991", "1990", False),  # the hedge rejects the gold: no credit
+    ("Not 1990; it was 1991", "1991", True),
+    ("It wasn't 1990, it was 1991", "1990", False),
+    ("It wasn't 1990, it was 1991", "1991", True),
+    ("It was not Paris but Lyon", "Paris", False),
+    ("It was not Paris but Lyon", "Lyon", True),
+    ("Paris, not Lyon", "Lyon", False),
+    ("Paris, not Lyon", "Paris", True),
+    ("Lyon rather than Paris", "Paris", False),
+    ("Lyon rather than Paris", "Lyon", True),
+    ("The answer is 1991, not 1990.", "1990", False),
+    ("The answer is 1991, not 1990.", "1991", True),
+    ("Neither Paris nor Lyon; Marseille", "Paris", False),
+    ("Neither Paris nor Lyon; Marseille", "Marseille", True),
+    ("Not Fade Away", "Not Fade Away", True),  # a negator inside the answer itself
+])
+def test_a_rejected_candidate_is_not_the_answer(prediction: str, gold: str,
+                                                fully_correct: bool) -> None:
+    assert string_grade(prediction, [gold]).fully_correct is fully_correct
+
+
+def test_not_only_affirms_both_items() -> None:
+    out = string_grade("not only Paris but also Lyon", ["Paris", "Lyon"])
+    assert out.fully_correct

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SINGLE, SET = "Single Answer", "Set Answer"
-STRING_GRADER_VERSION = 2
+STRING_GRADER_VERSION = 3
 """Version of `string_grade`'s matching rules: part of the task fingerprint in string mode, since
 a change in them changes scores."""
 
@@ -627,6 +627,52 @@ def _linked(i: int, piece: _Piece, pred: Sequence[str], used: Sequence[bool]) ->
     return any(t in _LINKS for t in pred[min(i, j) + 1:max(i, j)])
 
 
+_NEGATORS = frozenset({"not", "never", "isnt", "wasnt", "arent", "werent", "neither"})
+"""Words that reject what follows them (`not 1990`, `it wasn't Paris`, `neither X nor Y`)."""
+_NOT_NEGATING = frozenset({"only", "just", "sure", "certain", "known", "clear", "available"})
+"""Words after a negator that make it no rejection of a candidate: `not only X but also Y`
+affirms X; `not sure` hedges the speaker's knowledge."""
+_CONTRASTS = (("rather", "than"), ("instead", "of"), ("as", "opposed", "to"))
+"""Phrases that reject what follows them (`Lyon rather than Paris`)."""
+_NEGATION_ENDS = _PUNCT | frozenset({"but", "it", "its", "they", "which", "so", "because",
+                                     "however", "instead", "rather"})
+"""Where the scope of a rejection ends: the next separator mark or the clause that follows."""
+
+
+def _negated(pred: Sequence[str], expected_words: Sequence[Sequence[str]]) -> list[int]:
+    """Positions of the candidates the prediction rejects, with the words that reject them
+    (`not`, `rather than`) and a `but` that opens the affirmed alternative. A rejected
+    candidate is neither given nor extra: the answer is what remains. A negator that an expected
+    item holds itself (`Not Fade Away`) rejects nothing."""
+    own = {w for words in expected_words for w in words}
+    out: list[int] = []
+    i = 0
+    while i < len(pred):
+        start = None
+        if pred[i] in _NEGATORS and pred[i] not in own and (
+                i + 1 < len(pred) and pred[i + 1] not in _NOT_NEGATING):
+            start = i + 1
+        else:
+            for phrase in _CONTRASTS:
+                if tuple(pred[i:i + len(phrase)]) == phrase and not own & set(phrase):
+                    start = i + len(phrase)
+                    break
+        if start is None:
+            i += 1
+            continue
+        end = start
+        while end < len(pred) and pred[end] not in _NEGATION_ENDS:
+            end += 1
+        if end == start:  # nothing rejected (`not.`)
+            i += 1
+            continue
+        if end < len(pred) and pred[end] == "but":
+            end += 1
+        out.extend(range(i, end))
+        i = end
+    return out
+
+
 def string_grade(prediction: str, expected: Sequence[str]) -> Outcome:
     """Which expected items the prediction contains, and what else it lists, without an LLM.
 
@@ -646,6 +692,10 @@ def string_grade(prediction: str, expected: Sequence[str]) -> Outcome:
     lead-in (`Based on my search, ...`) describes and is no item, unless it hedges (`, which
     could also be Lyon`).
 
+    A candidate the prediction rejects (`not 1990; it was 1991`, `Paris, not Lyon`, `it was not
+    Paris but Lyon`, `Lyon rather than Paris`) is neither found nor extra (`_negated`): the
+    answer is what the prediction affirms.
+
     What it cannot do, unlike a judge: accept paraphrases and aliases not in `ALIASES`, numbers
     within a tolerance or in another unit (`0.324 km` for `324 m`), or an item split by words of
     its own; a sentence whose clauses open with other words may still read as extra items."""
@@ -654,6 +704,8 @@ def string_grade(prediction: str, expected: Sequence[str]) -> Outcome:
     m = _Match(pred)
     written, proper = _acronyms(prediction), _proper_words(prediction)
     gold = [_words(canonical_tokens(e)) for e in expected]
+    for i in _negated(pred, gold):  # a rejected candidate is neither found nor extra
+        m.used[i] = True
     acronym = [_item_acronym(e) for e in expected]
     order = sorted(range(len(expected)), key=lambda i: -len(gold[i]))
     found = [False] * len(expected)
