@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._util import atomic_write_text
+from a2rl._walk import read_text_files
 from a2rl.analysis._audit import audit, data_files, train_visible_files
 from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
@@ -102,22 +103,13 @@ def parse_warnings(run_dir: Path) -> list[str]:
 def workspace_files(workspace: Path, *, max_bytes: int = 1 << 20) -> dict[str, str]:
     """Text files of a workspace that can say what ran (code, shell scripts, configs), for
     runs without code snapshots (imported runs)."""
-    out: dict[str, str] = {}
-    if not workspace.is_dir():
-        return out
-    for path in sorted(workspace.rglob("*")):
-        rel = path.relative_to(workspace).as_posix()
-        if not path.is_file() or path.is_symlink() or any(
-                part.startswith(".") or part in ("__pycache__", "node_modules", "wandb")
-                for part in rel.split("/")):
-            continue
-        if path.suffix not in (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg", ".md",
-                               ".txt", ".jsonl", ".ipynb"):
-            continue
-        if path.stat().st_size > max_bytes or path.suffix == ".jsonl":
-            continue
-        out[rel] = path.read_text(errors="replace")
-    return out
+    suffixes = (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg", ".md", ".txt", ".ipynb")
+    return read_text_files(
+        workspace, max_bytes=max_bytes,
+        enter=lambda rel: not any(part.startswith(".") or part in ("__pycache__", "node_modules",
+                                                                    "wandb")
+                                  for part in rel.split("/")),
+        accept=lambda rel: rel.endswith(suffixes) and not rel.rsplit("/", 1)[-1].startswith("."))
 
 
 def hms(seconds: float | None) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl._walk import read_text_files
 from a2rl.records import Finding
 
 # Anything that points at harness state outside the workspace.
@@ -167,34 +168,23 @@ def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
 TEXT_SUFFIXES = (".jsonl", ".json", ".csv", ".txt")
 
 
-def _text_files(workspace: Path, keep: Callable[[Path, Path], bool],
-                max_bytes: int) -> dict[str, str]:
-    """Text files under `workspace` (by workspace-relative path) that `keep(path, rel)` accepts."""
-    out: dict[str, str] = {}
-    if not workspace.exists():
-        return out
-    for p in sorted(workspace.rglob("*")):
-        rel = p.relative_to(workspace)
-        if p.is_file() and p.suffix in TEXT_SUFFIXES and keep(p, rel) \
-                and p.stat().st_size <= max_bytes:
-            try:
-                out[str(rel)] = p.read_text(errors="ignore")
-            except OSError:
-                continue
-    return out
+def _text_files(workspace: Path, keep: Callable[[str], bool], max_bytes: int) -> dict[str, str]:
+    """Text files under `workspace` (by workspace-relative path) that `keep(rel)` accepts, read
+    without following links (a folder swapped for a link to a host folder is not entered)."""
+    return read_text_files(workspace, max_bytes=max_bytes,
+                           accept=lambda rel: rel.endswith(TEXT_SUFFIXES) and keep(rel))
 
 
 def train_visible_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
     """The task's own train-visible text data (the workspace's data/ folder)."""
-    return _text_files(workspace, lambda p, rel: rel.parts[:1] == ("data",) and not p.is_symlink(),
-                       max_bytes)
+    return _text_files(workspace, lambda rel: rel.startswith("data/"), max_bytes)
 
 
 def data_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
     """Text data the agent produced (outside model/ and data/)."""
     return _text_files(
-        workspace, lambda p, rel: rel.parts[:1] not in (("model",), ("data",))
-        and not p.name.startswith(("tokenizer", "config", "vocab", "special_")), max_bytes)
+        workspace, lambda rel: not rel.startswith(("model/", "data/")) and not
+        rel.rsplit("/", 1)[-1].startswith(("tokenizer", "config", "vocab", "special_")), max_bytes)
 
 
 NEAR_COPY_ULPS = 4

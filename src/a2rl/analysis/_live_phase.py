@@ -11,11 +11,11 @@ only, bounded), since the latest code snapshot may predate the script just launc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from a2rl._walk import read_text_files
 from a2rl.analysis._launch import CommandReader
 from a2rl.analysis._phases import _PRIORITY, PHASES, phase_times, turn_phases
 from a2rl.recording import ExecLogReader
@@ -50,33 +50,13 @@ class PhaseNow:
 def live_files(workspace: Path) -> dict[str, str]:
     """Text files that can say what a command runs: the workspace's top level and its folders
     other than output/, hidden and tool folders; at most `_MAX_FILES` files of ≤ 1 MiB and
-    32 MiB in all, no symlinks (an agent's workspace is untrusted)."""
-    out: dict[str, str] = {}
-    total = 0
-    if not workspace.is_dir():
-        return out
-    for root, dirs, files in os.walk(workspace):  # os.walk does not follow symlinked folders
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP and not d.startswith("."))
-        for name in sorted(files):
-            if not name.endswith(_TEXT) or name.startswith("."):
-                continue
-            path = Path(root) / name
-            try:
-                if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_BYTES:
-                    continue
-                # no link, no blocking on a FIFO swapped in after the check, bounded read
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as fh:
-                    data = fh.read(_MAX_BYTES)
-                if total + len(data) > _MAX_TOTAL:
-                    return out
-                total += len(data)
-                out[path.relative_to(workspace).as_posix()] = data.decode(errors="replace")
-            except OSError:
-                continue
-            if len(out) >= _MAX_FILES:
-                return out
-    return out
+    32 MiB in all, never through a link, never blocking on a FIFO, any depth of folders (an
+    agent's workspace is untrusted)."""
+    return read_text_files(
+        workspace, enter=lambda rel: not any(part in _SKIP or part.startswith(".")
+                                             for part in rel.split("/")),
+        accept=lambda rel: rel.endswith(_TEXT) and not rel.rsplit("/", 1)[-1].startswith("."),
+        max_bytes=_MAX_BYTES, max_total=_MAX_TOTAL, max_files=_MAX_FILES)
 
 
 def _from_trace(events: list[ExecEvent], reader: CommandReader, now_s: float) -> PhaseNow | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from a2rl._util import utcnow
+from a2rl._walk import fwalk
 from a2rl.models import weights_hash
 
 _ARGS_FILES = ("a2rl_train_args.json", "training_args.json", "train_args.json", "args.json")
@@ -92,13 +93,6 @@ def read_parent(folder: Path, workspace: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _is_link(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
-
-
 class ArtifactIndexer:
     def __init__(self, run_dir: Path, workspace: Path) -> None:
         self.workspace = workspace
@@ -110,24 +104,23 @@ class ArtifactIndexer:
         """Record folders that are new or changed since the last scan.
 
         The walk never follows a symlink (`output/` itself included: a link there is not
-        walked at all), and each folder is read through the descriptor fwalk opened, so a folder
+        walked at all), and each folder is read through the descriptor the walk opened, so a folder
         swapped for a link meanwhile is not where the reads land. A folder holding any symlink is
         skipped: the grader would refuse it, and its files are not read."""
         new: list[ArtifactEntry] = []
         output = self.workspace / "output"
         with self._lock:
-            for root, dirs, files, root_fd in os.fwalk(output, follow_symlinks=False):
+            for root, dirs, files, root_fd in fwalk(output):
                 dirs.sort()
                 if "config.json" not in files and "adapter_config.json" not in files:
                     continue
-                rel = str(Path(root).relative_to(self.workspace))
+                rel = "output" if root == "." else f"output/{root}"
                 pinned = Path(f"/proc/self/fd/{root_fd}")
                 try:
                     stats = {name: os.stat(name, dir_fd=root_fd, follow_symlinks=False)
                              for name in files}
-                    if any(stat.S_ISLNK(st.st_mode) for st in stats.values()) or any(
-                            _is_link(d, root_fd) for d in dirs):
-                        continue
+                    if any(stat.S_ISLNK(st.st_mode) for st in stats.values()):
+                        continue  # links to folders are listed with the files
                     regular = {n: st for n, st in stats.items() if stat.S_ISREG(st.st_mode)}
                     mtime = max(st.st_mtime for st in regular.values())
                     size = sum(st.st_size for st in regular.values())

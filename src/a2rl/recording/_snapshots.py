@@ -12,7 +12,6 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 import stat
 import subprocess
 import threading
@@ -21,19 +20,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from a2rl._util import utcnow
+from a2rl._walk import WalkStats, fwalk, rmtree
 
 # The base model, the data and the docs a2rl wrote are not the agent's work.
 EXCLUDED_TOP = ("model", "data", "description.md", "instructions.md", "timer.sh")
+NOT_RECORDED = "NOT_RECORDED.json"
+"""In a snapshot: the folders its walk left out (deeper than the cap, swapped mid-walk,
+unreadable), written only when there are any."""
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GIT_ENV = {"GIT_AUTHOR_NAME": "a2rl", "GIT_AUTHOR_EMAIL": "a2rl@localhost",
             "GIT_COMMITTER_NAME": "a2rl", "GIT_COMMITTER_EMAIL": "a2rl@localhost"}
-
-
-def _is_link(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 class LargeFile(BaseModel):
@@ -132,26 +128,30 @@ class CodeRecorder:
 
     def _stage(self) -> int:
         if self.tree.exists():
-            shutil.rmtree(self.tree)
+            rmtree(self.tree)
         self.tree.mkdir()
         large: list[LargeFile] = []
         count = 0
-        # fwalk opens each folder relative to its parent's descriptor without following
-        # symlinks, so swapping a folder for a link during the walk cannot lead it outside.
-        for root, dirs, files, root_fd in os.fwalk(self.workspace, follow_symlinks=False):
-            rel_root = Path(root).relative_to(self.workspace)
-            if rel_root == Path("."):
+        # The walk opens each folder relative to its parent's descriptor without following
+        # symlinks (a folder swapped for a link mid-walk is not entered), iteratively (a folder
+        # deeper than the recursion limit does not stop the snapshot: what lies below the cap is
+        # listed in NOT_RECORDED.json).
+        left_out = WalkStats()
+        for root, dirs, files, root_fd in fwalk(self.workspace, stats=left_out):
+            rel_root = Path(root)
+            if root == ".":
                 dirs[:] = [d for d in dirs if d not in EXCLUDED_TOP]
                 files = [f for f in files if f not in EXCLUDED_TOP]
             dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
-            # Symlinks to folders are listed in `dirs` by fwalk; record them as links.
-            links = [d for d in dirs if _is_link(d, root_fd)]
-            dirs[:] = [d for d in dirs if d not in links]
-            for name in sorted(files) + links:
+            for name in sorted(files):  # files, and links to anything (recorded as links)
                 if self._capture(root_fd, name, rel_root / name, large):
                     count += 1
         (self.tree / "LARGE_FILES.json").write_text(
             json.dumps([f.model_dump() for f in sorted(large, key=lambda f: f.path)], indent=1))
+        if not left_out.complete:
+            (self.tree / NOT_RECORDED).write_text(json.dumps(
+                {"too_deep": left_out.too_deep[:100], "swapped": left_out.swapped[:100],
+                 "unreadable": left_out.unreadable[:100]}, indent=1))
         return count
 
     def snapshot(self, tag: str, elapsed_s: float) -> Snapshot:
@@ -171,7 +171,7 @@ class CodeRecorder:
                             elapsed_s=round(elapsed_s, 2), files=files, changed=changed)
             with self.index.open("a") as fh:
                 fh.write(snap.model_dump_json() + "\n")
-            shutil.rmtree(self.tree, ignore_errors=True)
+            rmtree(self.tree)
             return snap
 
 
@@ -191,7 +191,8 @@ def diff_stat(run_dir: Path, old: str | None, new: str) -> list[str]:
         args += ["show", "--stat", "--format=", new]
     else:
         args += ["diff", "--stat", old, new]
-    out = subprocess.run(args + ["--", ".", ":(exclude)output", ":(exclude)LARGE_FILES.json"],
+    out = subprocess.run(args + ["--", ".", ":(exclude)output", ":(exclude)LARGE_FILES.json",
+                                 f":(exclude){NOT_RECORDED}"],
                          capture_output=True, text=True)
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
