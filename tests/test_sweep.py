@@ -176,11 +176,12 @@ def test_cells_have_stable_ids_and_resources_per_cell(tmp_path: Path) -> None:
     data = small_matrix(tmp_path, "local")
     data["tasks"][1]["resources"] = {"gpus": 1}
     data["drivers"] = [None, "model-a"]
+    data["agents"][0] = {"name": "oc", "agent": "opencode"}  # a CLI: any provider's model
     data["agents"][1]["drivers"] = [{}]  # the scripted agent has no driver
     cells = expand(parse_matrix(data), "s")
-    # 2 task entries × (reference × 2 drivers + scripted × 1) × 2 repeats
+    # 2 task entries × (opencode × 2 drivers + scripted × 1) × 2 repeats
     assert len(cells) == 2 * 3 * 2
-    assert {c.driver for c in cells if c.agent == "reference"} == {None, "model-a"}
+    assert {c.driver for c in cells if c.agent == "opencode"} == {None, "model-a"}
     assert all(c.resources.gpus == (1 if c.task_label == "arith-mul" else 0) for c in cells)
     assert all(c.budget_s == 300 for c in cells)
     ids = [c.id for c in cells]
@@ -206,8 +207,8 @@ def test_the_example_matrices_are_valid() -> None:
         counts[path.stem] = len(expand(matrix, matrix.study or "s"))
     # local: 2 tasks × 2 agents × 2 repeats; ray: 3 tasks × (2 agents × 2 drivers + 1) ×
     # 3 modes × 3 repeats; slurm: 2 tasks × 2 agents × 3 repeats; the scaffold ablation:
-    # 3 tasks × 7 arms × 3 repeats
-    assert counts == {"local": 8, "ray": 135, "scaffold_ablation": 63, "slurm": 12}
+    # 3 tasks × 7 arms × 3 repeats; smoke: one cell
+    assert counts == {"local": 8, "ray": 135, "scaffold_ablation": 63, "slurm": 12, "smoke": 1}
 
 
 def test_scaffold_arms_are_cells_with_their_own_ids(tmp_path: Path) -> None:
@@ -549,9 +550,10 @@ def test_a_terminated_driver_stops_its_cells_and_leaves_them_to_retry(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGTERM (`kill`, the driver's job cancelled; SIGHUP: a closed terminal) stops a local
     sweep like Ctrl-C: the cell's process is told to stop (it would otherwise run on,
-    unsupervised, and the driver wait for it), its attempt is closed as interrupted and the
-    cell left pending for a rerun. Found by a real sweep, whose killed driver left its cell
-    running while the cell's state said pending."""
+    unsupervised, and the driver wait for it), on purpose (its stop file exists before the
+    signal: its run closes as `stopped`), its attempt is closed as stopped and the cell left
+    pending for a rerun. Found by a real sweep, whose killed driver left its cell running while
+    the cell's state said pending."""
     import signal
     import sys
     import threading
@@ -563,8 +565,10 @@ def test_a_terminated_driver_stops_its_cells_and_leaves_them_to_retry(
 
     started, stopped = tmp_path / "started", tmp_path / "stopped"
     # The cell's process: a stand-in for `a2rl run` that runs until it is told to stop.
-    stand_in = ("import pathlib, signal, sys, time\n"
-                f"def stop(*a): pathlib.Path({str(stopped)!r}).touch(); sys.exit(3)\n"
+    stand_in = ("import glob, pathlib, signal, sys, time\n"
+                f"def stop(*a): pathlib.Path({str(stopped)!r}).write_text("
+                f"str(glob.glob({str(tmp_path / 'sw' / 'cells' / '*' / '*.stop')!r}))); "
+                "sys.exit(3)\n"
                 "signal.signal(signal.SIGTERM, stop)\n"
                 f"pathlib.Path({str(started)!r}).touch()\n"
                 "time.sleep(120)\n")
@@ -587,11 +591,12 @@ def test_a_terminated_driver_stops_its_cells_and_leaves_them_to_retry(
     with pytest.raises(SweepTerminated, match="SIGTERM"):
         run_sweep(matrix, sweep_dir)
     assert stopped.exists()  # the cell's process got SIGTERM (an `a2rl run` closes its record)
+    assert "attempt-1.stop" in stopped.read_text()  # after its stop file: a stop on purpose
     assert signal.getsignal(signal.SIGTERM) is before  # the driver's handler is gone
     (cell,) = load_cells(sweep_dir)
     assert cell.status == "pending"
     assert [(a.outcome, a.reason) for a in cell.attempts] == [
-        ("harness_failed", "the sweep was interrupted")]
+        ("stopped", "the sweep was stopped")]
 
 
 # --- status, CLI ----------------------------------------------------------------------------

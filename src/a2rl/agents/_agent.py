@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from a2rl._errors import A2RLError
 from a2rl.workspace import Workspace
 
 if TYPE_CHECKING:
     from a2rl.agents._events import AgentEvent
+    from a2rl.records import RunConfig
 
 # Variables a user may set for the agent's tools; everything else in the harness's
 # environment (API keys of judges, the user's tokens) stays out of the sandbox.
@@ -53,6 +56,46 @@ class AgentContext:
     """Mode multi: task → (grader URL, token); each task folder's grader.env has them too."""
 
 
+class DriverChoice(Protocol):
+    """The driver a run asks for: an `AgentContext` at launch, the `RunConfig` when checked."""
+
+    @property
+    def driver(self) -> str | None: ...
+
+    @property
+    def driver_base_url(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class AgentOption:
+    """One `--agent-opt` key an agent reads."""
+
+    help: str
+    kind: type[str] | type[int] | type[float] = str
+    """The value must parse as this (a number is refused before the run, not inside it)."""
+    choices: tuple[str, ...] = ()
+    """The values it takes (empty: any)."""
+
+    def problem(self, key: str, value: str) -> str | None:
+        """Why `value` is not a value of this option (None: it is)."""
+        if self.choices and value not in self.choices:
+            return f"--agent-opt {key}={value!r} is not one of {', '.join(self.choices)}"
+        try:
+            self.kind(value)
+        except ValueError:
+            return f"--agent-opt {key}={value!r} is not " + (
+                "an integer" if self.kind is int else "a number")
+        return None
+
+
+def one_error(agent: str, problems: list[A2RLError]) -> A2RLError:
+    """Several problems of one agent's setup as one error: each named, each fix kept."""
+    if len(problems) == 1:
+        return problems[0]
+    return A2RLError(f"agent {agent} cannot run here: " + "; ".join(p.message for p in problems),
+                     "; ".join(p.fix for p in problems if p.fix))
+
+
 class Agent(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -63,6 +106,14 @@ class Agent(ABC):
     """Words that, in another harness's name for its agent (a results folder, its `--agent`),
     mean this agent: `a2rl import` reads that agent's transcript with this agent's parser
     first. Default: the program of its pinned CLI (`package.executable`), when it has one."""
+    agent_options: ClassVar[Mapping[str, AgentOption] | None] = None
+    """The `--agent-opt` keys it reads; any other key is refused before the run starts. None:
+    not declared (a plug-in agent that reads its own), so not checked."""
+    takes_driver: ClassVar[bool] = False
+    """Whether `--driver` names the LLM it runs on (an agent that takes none refuses it)."""
+    reaches_endpoint: ClassVar[bool] = False
+    """Whether `--driver-base-url` means something to it without a driver: the endpoint the
+    sandbox lets it reach (a `cmd:` agent calling an LLM it serves on this machine)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -74,6 +125,35 @@ class Agent(ABC):
     @abstractmethod
     def command(self, ctx: AgentContext) -> list[str]:
         """argv run inside the sandbox, with the workspace as working directory."""
+
+    def check(self, config: RunConfig) -> None:
+        """Everything this agent needs, checked with the run's other options before the run
+        folder exists and before the baseline: raises one A2RLError naming every problem of
+        `setup_problems` with its fix."""
+        problems = self.setup_problems(config)
+        if problems:
+            raise one_error(self.name, problems)
+
+    def setup_problems(self, config: RunConfig) -> list[A2RLError]:
+        """What keeps this agent from running with `config` on this machine (empty: nothing).
+        Here: its options and a driver it would ignore; CLI launchers add their CLI, the
+        driver's compatibility and its credentials."""
+        problems = []
+        if self.agent_options is not None:
+            problems += _option_problems(self.name, self.agent_options, config.agent_options)
+        if not self.takes_driver:
+            given = [flag for flag, value in (("--driver", config.driver),
+                                              ("--driver-base-url", config.driver_base_url))
+                     if value and not (flag == "--driver-base-url" and self.reaches_endpoint)]
+            if given:
+                problems.append(A2RLError(
+                    f"agent {self.name} runs on no driver LLM, so {' and '.join(given)} would "
+                    "be ignored (and mislabel the run's stack)",
+                    f"drop {' and '.join(given)}" + (
+                        "; a cmd: agent passes its model to its own command, and "
+                        "--driver-base-url alone opens a loopback endpoint to it"
+                        if self.reaches_endpoint else "")))
+        return problems
 
     def extra_env(self, ctx: AgentContext) -> dict[str, str]:
         """Credentials or settings this agent needs (only these enter the sandbox)."""
@@ -129,11 +209,34 @@ class Agent(ABC):
         return None
 
 
+def _option_problems(agent: str, known: Mapping[str, AgentOption],
+                     given: Mapping[str, str]) -> list[A2RLError]:
+    problems = []
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        problems.append(A2RLError(
+            f"agent {agent} has no option {', '.join(unknown)}",
+            f"--agent-opt keys of {agent}: {', '.join(sorted(known))}" if known else
+            f"drop --agent-opt (agent {agent} reads none; a command's flags go in the "
+            "command)"))
+    for key in sorted(set(given) & set(known)):
+        opt = known[key]
+        why = opt.problem(key, given[key])
+        if why:
+            value = "|".join(opt.choices) or {int: "integer", float: "number"}.get(opt.kind, "text")
+            problems.append(A2RLError(f"agent {agent}: {why}",
+                                      f"--agent-opt {key}=<{value}> ({opt.help})"))
+    return problems
+
+
 class CommandAgent(Agent):
-    """`--agent cmd:'<shell command>'`: any program, run with bash in the workspace."""
+    """`--agent cmd:'<shell command>'`: any program, run with bash in the workspace. It gets no
+    `--agent-opt` (its flags belong in the command) and no driver model."""
 
     name = "cmd"
     description = "any shell command (cmd:'./my_agent.sh')"
+    agent_options: ClassVar[Mapping[str, AgentOption] | None] = {}
+    reaches_endpoint: ClassVar[bool] = True
 
     def __init__(self, shell_command: str) -> None:
         self.shell_command = shell_command

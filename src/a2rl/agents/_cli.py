@@ -28,13 +28,24 @@ from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
-from a2rl.agents._agent import Agent, AgentContext
+from a2rl.agents._agent import Agent, AgentContext, AgentOption, DriverChoice
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
-from a2rl.agents._stream import PARSE_REPORT, finish_report, jsonl_line, read_transcript
+from a2rl.agents._stream import (
+    PARSE_REPORT,
+    PROMPT_FILE,
+    finish_report,
+    jsonl_line,
+    read_transcript,
+    session_prompts,
+    with_prompts,
+)
+
+if TYPE_CHECKING:
+    from a2rl.records import RunConfig
 
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""
@@ -159,6 +170,10 @@ class SessionSpec:
     reserve_s: float = 300.0
     """Stop re-prompting when less than this remains on the grader's clock."""
     max_rounds: int = 50
+    prompt_offset: int | None = None
+    """Where the first prompt starts in argv's last element (after a `--prompt=`), so the
+    session can note the prompt in the transcript without the spec carrying it twice; None
+    when argv does not end with it."""
 
     def encode(self) -> str:
         return base64.b64encode(json.dumps(self.__dict__).encode()).decode()
@@ -173,6 +188,14 @@ REPROMPT = ("Time remains in your budget ({remaining}). Keep improving the model
             "the most promising next experiment and submit any better model.")
 
 
+SWITCH = ("0", "1", "true", "false", "yes", "no", "on", "off")
+"""The values of an on/off `--agent-opt`."""
+CLI_OPTIONS = {
+    "reprompt": AgentOption("1: re-prompt the CLI while budget remains", choices=SWITCH),
+    "reserve_s": AgentOption("seconds before the budget's end when re-prompting stops", float)}
+"""The `--agent-opt` keys of every CLI launcher; each extends them with its own."""
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -182,6 +205,8 @@ class CLIAgent(Agent):
     until the last minutes), reserve_s=<s>; see each launcher for more."""
 
     package: ClassVar[CLIPackage]
+    agent_options = CLI_OPTIONS
+    takes_driver = True
     credentials: ClassVar[tuple[str, ...]] = ()
     """Environment variables holding the driver's credentials; those that are set enter the
     sandbox (and no other secret does). At least one is needed unless a base URL is given."""
@@ -231,8 +256,24 @@ class CLIAgent(Agent):
         return (f"{cls.name} speaks its provider's API only, which does not serve driver "
                 f"{model!r} (it serves models matching {cls.driver_pattern!r})")
 
-    def driver(self, ctx: AgentContext) -> str:
+    def driver(self, ctx: DriverChoice) -> str:
         return ctx.driver or self.default_driver
+
+    def setup_problems(self, config: RunConfig) -> list[A2RLError]:
+        """Besides the options: the driver this CLI can speak to, the CLI installed at its
+        pinned version, and the driver's credentials in the environment."""
+        problems = super().setup_problems(config)
+        incompatible = self.driver_problem(config.driver, config.driver_base_url)
+        if incompatible:
+            problems.append(A2RLError(incompatible, f"use a driver it serves (default "
+                                      f"{self.default_driver}), or --driver-base-url of a "
+                                      "compatible endpoint that serves that model"))
+        for check in (self.executable, lambda: self.credential_values(config)):
+            try:
+                check()
+            except A2RLError as exc:
+                problems.append(exc)
+        return problems
 
     def session_id(self, ctx: AgentContext) -> str:
         """A conversation id fixed by the run (workspace + grader), for CLIs that let the
@@ -242,7 +283,12 @@ class CLIAgent(Agent):
     def executable(self) -> Path:
         exe = executable_path(self.name, self.package)
         if not exe.exists():
-            raise A2RLError(f"the {self.name} CLI ({self.package.spec}) is not installed",
+            pinned = install_dir(self.name, self.package).name
+            others = sorted(p.name for p in agents_root().glob(f"{self.name}-*")
+                            if p.name != pinned and p.is_dir())
+            raise A2RLError(f"the {self.name} CLI ({self.package.spec}) is not installed in "
+                            f"{agents_root()}" + (f" (only other versions: {', '.join(others)})"
+                                                  if others else ""),
                             f"run `a2rl agents install {self.name}`")
         return exe
 
@@ -250,7 +296,7 @@ class CLIAgent(Agent):
         """Only the CLI's own install folder of the a2rl cache becomes visible (read-only)."""
         return [install_dir(self.name, self.package)]
 
-    def credential_values(self, ctx: AgentContext) -> dict[str, str]:
+    def credential_values(self, ctx: DriverChoice) -> dict[str, str]:
         found = {k: os.environ[k] for k in self.credentials if os.environ.get(k)}
         if not found and not ctx.driver_base_url:
             raise A2RLError(
@@ -282,11 +328,14 @@ class CLIAgent(Agent):
     def session_spec(self, ctx: AgentContext) -> SessionSpec:
         exe = str(self.executable())
         prompt = self.prompt(ctx)
-        return SessionSpec(argv=self.cli_argv(ctx, exe, prompt, resume=False),
+        argv = self.cli_argv(ctx, exe, prompt, resume=False)
+        return SessionSpec(argv=argv,
                            resume_argv=self.cli_argv(ctx, exe, REPROMPT, resume=True),
                            home_files=self.home_files(ctx),
                            reprompt=_truthy(ctx.options.get("reprompt")),
-                           reserve_s=float(ctx.options.get("reserve_s", 300)))
+                           reserve_s=float(ctx.options.get("reserve_s", 300)),
+                           prompt_offset=len(argv[-1]) - len(prompt)
+                           if argv and argv[-1].endswith(prompt) else None)
 
     def command(self, ctx: AgentContext) -> list[str]:
         return [ctx.python, "-m", "a2rl.agents._cli_session"]
@@ -307,8 +356,15 @@ class CLIAgent(Agent):
 
     def write_events(self, agent_dir: Path) -> int:
         """Parse agent/transcript.log into agent/events.jsonl (and what could not be read into
-        agent/parse_report.json); returns the number of events."""
-        parsed = self.parse_transcript(list(read_transcript(agent_dir)))
+        agent/parse_report.json); returns the number of events. The first prompt, as the
+        session noted it in the transcript, is written to agent/prompt.md (unless that
+        exists)."""
+        lines = list(read_transcript(agent_dir))
+        prompt_file = agent_dir / PROMPT_FILE
+        first = next((p for _, n, p in session_prompts(lines) if n == 0), None)
+        if first is not None and not prompt_file.exists():
+            prompt_file.write_text(first)
+        parsed = self.parse_with_prompts(agent_dir, lines)
         (agent_dir / "events.jsonl").write_text("".join(jsonl_line(e) for e in parsed.events))
         (agent_dir / PARSE_REPORT).write_text(parsed.report.model_dump_json(indent=2) + "\n")
         return len(parsed.events)
@@ -316,7 +372,18 @@ class CLIAgent(Agent):
     def live_events(self, agent_dir: Path) -> list[AgentEvent] | None:
         """The transcript so far, parsed; its last line may be cut mid-write, which the
         parsers count as unreadable and skip."""
-        return self.parse_transcript(list(read_transcript(agent_dir))).events
+        return self.parse_with_prompts(agent_dir, list(read_transcript(agent_dir))).events
+
+    def parse_with_prompts(self, agent_dir: Path, lines: list[tuple[float, str]]) -> ParseResult:
+        """The transcript's events with the prompts the agent received in front of the turns
+        they started (`a2rl.agents._stream.with_prompts`): the first one from agent/prompt.md
+        when it exists, else from the session's note."""
+        parsed = self.parse_transcript(lines)
+        prompt_file = agent_dir / PROMPT_FILE
+        first = prompt_file.read_text(errors="replace") if prompt_file.is_file() else None
+        parsed.events = with_prompts(parsed.events, lines, first)
+        parsed.report.events = len(parsed.events)
+        return parsed
 
 
 def _workspace_facts(ctx: AgentContext) -> str:

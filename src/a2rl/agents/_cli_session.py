@@ -3,7 +3,10 @@ and, when re-prompting is on, continues the same conversation while budget remai
 
 `python -m a2rl.agents._cli_session` reads its `SessionSpec` from $A2RL_CLI_SESSION. Its own
 messages are single JSON lines `{"a2rl_session": ...}` on stderr, so the transcript parser can
-tell rounds apart; everything else in the transcript is the CLI's own output.
+tell rounds apart; everything else in the transcript is the CLI's own output. Each round's
+start notes the prompt the CLI is given (the first prompt, then each re-prompt), cut so that
+the line stays under the supervisor's line limit; the event log shows them as `prompt`
+events.
 """
 
 from __future__ import annotations
@@ -32,8 +35,24 @@ def remaining_seconds() -> float:
         return 0.0  # the grader is gone or refuses: no more rounds
 
 
+NOTE_BYTES = 60_000
+"""Longest note line: the supervisor cuts a transcript line at 64 KiB."""
+
+
 def note(**fields: object) -> None:
     print(json.dumps({"a2rl_session": fields}), file=sys.stderr, flush=True)
+
+
+def fitted(prompt: str, limit: int = NOTE_BYTES) -> str:
+    """`prompt` cut (head and tail kept) so that a note carrying it stays under `limit` bytes
+    (JSON escapes can take 6 bytes per character)."""
+    from a2rl.agents._stream import cap_text
+
+    size = len(json.dumps(prompt))
+    while size > limit:
+        prompt = cap_text(prompt, max(1, len(prompt) * limit // size - 200))[0]
+        size = len(json.dumps(prompt))
+    return prompt
 
 
 def write_home_files(files: dict[str, str]) -> None:
@@ -58,8 +77,12 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, forward)
     argv, rc = spec.argv, 0
+    prompt = argv[-1][spec.prompt_offset:] if spec.prompt_offset is not None and argv else None
     for round_no in range(spec.max_rounds):
-        note(event="round_start", round=round_no, t=time.time())
+        if prompt is None:
+            note(event="round_start", round=round_no, t=time.time())
+        else:
+            note(event="round_start", round=round_no, t=time.time(), prompt=fitted(prompt))
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         rc = child.wait()
         note(event="round_end", round=round_no, exit_code=rc, t=time.time())
@@ -67,8 +90,8 @@ def main() -> int:
         if not spec.reprompt or spec.resume_argv is None or left < spec.reserve_s:
             break
         minutes = f"{int(left // 60)} min"
-        argv = [a.replace(REPROMPT, REPROMPT.format(remaining=minutes))
-                for a in spec.resume_argv]
+        prompt = REPROMPT.format(remaining=minutes)
+        argv = [a.replace(REPROMPT, prompt) for a in spec.resume_argv]
     return rc
 
 

@@ -7,6 +7,10 @@ Shapes read (2.0.x and 2.1.x):
   `stream_event` (with --include-partial-messages: `message_start`, `message_delta` with the
   final output count); `user` messages with `tool_result` blocks; `result` at the end of each
   CLI process (one per round).
+- Tool results: each `tool_result` block's content (a string or text blocks; an image block
+  is left out) is its call's output, matched by `tool_use_id`, on the call's tool_call event
+  (capped, `a2rl.agents._stream.set_output`), with `is_error`; a shell command's command
+  event carries `is_error` too. A call that never got a result keeps output None.
 - Failed tool results: `is_error: true`. 2.1.x prefixes a failed Bash result with
   `Exit code N`; 2.0.x gives only the output, so the command gets exit code 1 (and
   extra["exit_code_source"] = "is_error"). Write/Edit calls the CLI rejected (file not read
@@ -49,7 +53,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from a2rl.agents._events import AgentEvent, ParseResult
-from a2rl.agents._stream import EventCollector, as_int, relative_path
+from a2rl.agents._stream import EventCollector, as_int, relative_path, set_output, tool_args
 
 EDIT_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
               "NotebookEdit": "notebook_path"}
@@ -275,7 +279,8 @@ class ClaudeCodeParser(EventCollector):
         self.seen_blocks.add(call_id)
         raw = block.get("input")
         args: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        self.calls[call_id] = self.add("tool_call", t, name=name)
+        self.calls[call_id] = self.add("tool_call", t, name=name,
+                                       extra={"call_id": call_id, **tool_args(args)})
         self.tool_names[call_id], self.tool_inputs[call_id] = name, args
         if name == SHELL_TOOL and isinstance(args.get("command"), str):
             ev = self.add("command", t, command=args["command"])
@@ -319,8 +324,10 @@ class ClaudeCodeParser(EventCollector):
         text, failed = _text(block.get("content")), bool(block.get("is_error"))
         name = self.tool_names.get(call_id, "")
         call = self.calls.get(call_id)
-        if call is not None and failed:
-            call.extra["status"] = "error"
+        if call is not None:
+            set_output(call, text, failed)
+            if failed:
+                call.extra["status"] = "error"
         edit = self.edits.pop(call_id, None)
         if edit is not None and failed:  # rejected (not read first, denied…): nothing written
             self.events.remove(edit)
@@ -341,6 +348,7 @@ class ClaudeCodeParser(EventCollector):
                 self.background[task_id] = ev
             return
         ev.end_s = t
+        ev.is_error = failed
         if match:
             ev.exit_code = int(match.group(1))
             ev.extra["exit_code_source"] = "result"
@@ -348,7 +356,6 @@ class ClaudeCodeParser(EventCollector):
             # 2.0.x: a failed command's result is only its output, marked is_error.
             ev.exit_code = 1
             ev.extra["exit_code_source"] = "is_error"
-            ev.extra["output"] = text[:200]
         else:
             ev.exit_code = 0
 

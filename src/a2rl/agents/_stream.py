@@ -8,6 +8,10 @@ pretty-printed over several lines) and counts what it cannot read in a `ParseRep
 launcher walks the objects with its own rules, collecting `AgentEvent`s into an
 `EventCollector`, and `finish_report` turns the counts into warnings. `CLIAgent.write_events`
 writes the events to agent/events.jsonl and the report to agent/parse_report.json.
+
+Text a transcript hands on to an event (a tool's output, a prompt) goes through `clean_text`
+(no lone surrogates, key-shaped tokens redacted) and is capped head-and-tail (`cap_text`,
+`set_output`), so one huge output cannot blow up the event log.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult
+from a2rl.records import OUTPUT_CAP
 
 HARNESS_KEY = "a2rl_session"
 """The key of a2rl's own transcript lines (`a2rl.agents._cli_session.note`)."""
@@ -36,8 +41,9 @@ def read_lines(path: Path, times: list[str] | None = None) -> list[tuple[float, 
     agent started, one per line), else 0.0, so that a `[ISO-time] ` prefix or the events'
     own timestamps give the time (a transcript another harness wrote). Lines are split on
     "\n" only, as the supervisor timed them: str.splitlines would also split inside a JSON
-    line at U+2028/U+2029 or \x1c-\x1e (Node prints them unescaped)."""
-    lines = path.read_text(errors="replace").split("\n")
+    line at U+2028/U+2029 or \x1c-\x1e (Node prints them unescaped), and the file is decoded
+    without newline translation (a progress bar's bare \r is no line end either)."""
+    lines = path.read_bytes().decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     times = times or []
@@ -81,11 +87,94 @@ _LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 def jsonl_line(record: BaseModel) -> str:
     """One JSONL line of a record. JSON leaves U+2028, U+2029 and U+0085 unescaped, but
     str.splitlines breaks lines at them, so readers that split with it would cut a record
-    in two: they are written as escapes (still the same JSON)."""
-    text = record.model_dump_json()
+    in two: they are written as escapes (still the same JSON). A lone surrogate (what a JSON
+    `\\ud800` escape in a transcript decodes to) cannot be written as UTF-8: it is replaced."""
+    try:
+        text = record.model_dump_json()
+    except ValueError:  # PydanticSerializationError: a string no UTF-8 writer takes
+        text = type(record).model_validate(_clean_strings(record.model_dump())).model_dump_json()
     for raw, escaped in _LINE_BREAKS.items():
         text = text.replace(raw, escaped)
     return text + "\n"
+
+
+def _clean_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return _no_surrogates(value)
+    if isinstance(value, dict):
+        return {_clean_strings(k): _clean_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_strings(v) for v in value]
+    return value
+
+
+def _no_surrogates(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+PROMPT_CAP = 65536
+"""Most characters of a prompt kept in a `prompt` event (head and tail kept)."""
+_KEY_SHAPES = re.compile(
+    r"\b(?:sk-ant-[A-Za-z0-9_-]{20,}|sk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_-]{32,}"
+    r"|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,}"
+    r"|hf_[A-Za-z0-9]{34,})")
+"""API keys by their providers' published shapes (Anthropic, OpenAI, OpenRouter, Google,
+GitHub, Hugging Face): redacted from tool outputs and prompts even where a2rl never knew the
+value (an imported transcript, a key the agent found on disk and printed)."""
+_KEY_PREFIXES = ("sk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_")
+"""What every key shape starts with: text holding none of them is not searched."""
+
+
+def clean_text(text: str) -> str:
+    """`text` fit for an event: lone surrogates replaced (they cannot be written as UTF-8)
+    and key-shaped tokens redacted. Secret values a2rl handed the agent never reach a
+    transcript (the supervisor scrubs each line as it is written)."""
+    from a2rl._secrets import REDACTED
+
+    text = _no_surrogates(text)
+    if not any(prefix in text for prefix in _KEY_PREFIXES):
+        return text
+    return _KEY_SHAPES.sub(REDACTED, text)
+
+
+def cap_text(text: str, cap: int = OUTPUT_CAP) -> tuple[str, int | None]:
+    """(`text` cut to at most `cap` characters, its full length or None when uncut). The head
+    and the tail are kept (a listing starts at the top, a traceback ends at the bottom) around
+    a marker saying how much was cut."""
+    if len(text) <= cap:
+        return text, None
+    marker = f"\n[… {len(text)} characters in all; the middle is cut …]\n"
+    keep = max(0, cap - len(marker))
+    tail = keep // 2
+    return text[:keep - tail] + marker + (text[-tail:] if tail else ""), len(text)
+
+
+def set_output(event: AgentEvent, text: object, is_error: bool | None = None) -> AgentEvent:
+    """Give a tool call its output (cleaned and capped, see `cap_text`) and whether the tool
+    reported an error; None `text` leaves the output unknown."""
+    if text is not None:
+        event.output, event.output_chars = cap_text(clean_text(
+            text if isinstance(text, str) else str(text)))
+    if is_error is not None:
+        event.is_error = is_error
+    return event
+
+
+def tool_args(args: object, cap: int = 2000) -> dict[str, str]:
+    """extra["args"] of a tool call: its arguments as compact JSON (cleaned, capped), or
+    nothing when it has none."""
+    if args in (None, "", {}, []):
+        return {}
+    try:
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False,
+                                                              default=str)
+    except ValueError:  # a circular structure cannot come from JSON; be safe all the same
+        text = str(args)
+    return {"args": cap_text(clean_text(text), cap)[0]}
 
 
 def parse_stamp(text: str) -> float | None:
@@ -324,3 +413,108 @@ class EventCollector:
 
     def result(self) -> ParseResult:
         return finish_report(self.report, self.events)
+
+
+# ---- what the agent was told -----------------------------------------------------------------
+PROMPT_FILE = "prompt.md"
+"""agent/prompt.md: the first prompt the agent received (outside the workspace): whole, unless
+it passed the ~60 KB a session note carries (`a2rl.agents._cli_session.fitted`)."""
+
+
+def session_prompts(lines: Iterable[tuple[float, str]]) -> list[tuple[float, int, str]]:
+    """(time, round, prompt) of each CLI round a2rl's session started with a prompt it noted
+    in the transcript (`a2rl.agents._cli_session`: the first prompt, then each re-prompt)."""
+    found: list[tuple[float, int, str]] = []
+    for t, line in lines:
+        text = strip_stamp(line)[1].strip()
+        if not text.startswith('{"' + HARNESS_KEY + '"'):
+            continue
+        try:
+            note = json.loads(text)[HARNESS_KEY]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if isinstance(note, dict) and note.get("event") == "round_start" and \
+                isinstance(note.get("prompt"), str) and isinstance(note.get("round"), int):
+            found.append((t, note["round"], note["prompt"]))
+    return found
+
+
+def prompt_event(text: str, t: float = 0.0, turn: int = 0, **extra: str) -> AgentEvent:
+    """A `prompt` event: a message the agent received (cleaned, capped at PROMPT_CAP;
+    extra["chars"]: its full length when cut)."""
+    body, full = cap_text(clean_text(text), PROMPT_CAP)
+    return AgentEvent(kind="prompt", turn=turn, t_s=t, text=body,
+                      extra={**extra, **({"chars": str(full)} if full else {})})
+
+
+def with_prompts(events: list[AgentEvent], lines: Iterable[tuple[float, str]],
+                 first: str | None = None) -> list[AgentEvent]:
+    """`events` with the prompts the agent received: the first one (`first`, else the one the
+    session noted for round 0) at time 0 in turn 0, and each re-prompt the session noted
+    before the first model turn that followed it (in that turn; after the last event, in a
+    turn of its own, when no turn followed)."""
+    noted = session_prompts(lines)
+    if first is None:
+        first = next((p for _, n, p in noted if n == 0), None)
+    out = list(events)
+    for t, n, text in sorted((x for x in noted if x[1] > 0), key=lambda x: x[0]):
+        at = next((i for i, e in enumerate(out) if e.kind == "turn" and e.t_s >= t), None)
+        if at is None:
+            turn = max((e.turn for e in out), default=-1) + 1
+            out.append(prompt_event(text, t, turn, round=str(n), source="re-prompt"))
+        else:
+            out.insert(at, prompt_event(text, t, out[at].turn, round=str(n), source="re-prompt"))
+    if first is not None:
+        out.insert(0, prompt_event(first, source="first prompt"))
+    return out
+
+
+# ---- a plain log (a `cmd:` agent's, the reference agent's) -----------------------------------
+LOG_BLOCK_GAP_S = 2.0
+"""A pause after which the next log line starts a new block."""
+LOG_BLOCK_SPAN_S = 5.0
+"""The longest a block lasts from its first line: a steady log is cut into blocks this long,
+each at the time of its own first line."""
+LOG_BLOCK_LINES = 40
+LOG_LINE_CHARS = 1000
+
+
+def log_events(lines: Iterable[tuple[float, str]], breaks: Iterable[float] = ()
+               ) -> list[AgentEvent]:
+    """A plain log as `message` events, one per block of lines written close together
+    (within LOG_BLOCK_GAP_S of the previous line and LOG_BLOCK_SPAN_S of the block's first,
+    at most LOG_BLOCK_LINES lines), each at the time its first line arrived (`end_s`: its
+    last line's). A block never spans one of `breaks` (e.g. the submissions' times), so a
+    timeline puts each block on the right side of them. Lines are cleaned and cut at
+    LOG_LINE_CHARS; extra: source="log", lines=<count>, times=<each line's time, space
+    separated>. For an agent without a parsed transcript (a `cmd:` agent, the reference
+    agent): a viewer's or an export's reading of its log, never written to agent/events.jsonl
+    (which holds model turns, and whose presence the analysis reads as "the agent has
+    them")."""
+    cuts = sorted(breaks)
+    blocks: list[tuple[float, list[float], list[str]]] = []  # (start, line times, lines)
+    for t, raw in lines:
+        line = raw.split("\r")[-1]  # a progress bar redrawn with \r: its last state
+        if not line.strip():
+            continue
+        t = max(0.0, t)
+        if blocks:
+            start, times, block = blocks[-1]
+            new = (any(times[-1] < b <= t for b in cuts) or t - times[-1] > LOG_BLOCK_GAP_S
+                   or t - start > LOG_BLOCK_SPAN_S or len(block) >= LOG_BLOCK_LINES)
+        if not blocks or new:
+            blocks.append((t, [], []))
+        blocks[-1][1].append(t)
+        blocks[-1][2].append(cap_text(clean_text(line), LOG_LINE_CHARS)[0])
+    return [AgentEvent(kind="message", turn=0, t_s=round(start, 3), end_s=round(times[-1], 3),
+                       text="\n".join(block),
+                       extra={"source": "log", "lines": str(len(block)),
+                              "times": " ".join(f"{x:.3f}" for x in times)})
+            for start, times, block in blocks]
+
+
+def read_log_events(agent_dir: Path, breaks: Iterable[float] = ()) -> list[AgentEvent]:
+    """`log_events` of agent/transcript.log with the arrival times in transcript.times."""
+    if not (agent_dir / "transcript.log").is_file():
+        return []
+    return log_events(read_transcript(agent_dir), breaks)

@@ -50,8 +50,8 @@ import json
 from collections.abc import Iterable
 from typing import ClassVar
 
-from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage
+from a2rl.agents._agent import AgentContext, AgentOption
+from a2rl.agents._cli import CLI_OPTIONS, SWITCH, CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
 from a2rl.agents._parse_claude_code import EDIT_TOOLS, SHELL_TOOL, ClaudeCodeParser
 
@@ -72,6 +72,13 @@ class ClaudeCodeAgent(CLIAgent):
     default_driver = "claude-sonnet-5-5"
     """What the pinned CLI itself resolves its `sonnet` alias to (first-party API)."""
     driver_pattern: ClassVar[str | None] = r"(claude|sonnet|opus|haiku)"
+    agent_options = {**CLI_OPTIONS,
+                     "effort": AgentOption("--effort", choices=("low", "medium", "high",
+                                                                "xhigh", "max")),
+                     "max_budget_usd": AgentOption("--max-budget-usd", float),
+                     "bash_timeout_ms": AgentOption("longest Bash command, ms", int),
+                     "small_model": AgentOption("model of the side calls"),
+                     "partial": AgentOption("0: no partial messages", choices=SWITCH)}
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         argv = [exe, "-p", "--output-format", "stream-json", "--verbose"]

@@ -45,11 +45,11 @@ import shlex
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage
+from a2rl.agents._agent import AgentContext, AgentOption
+from a2rl.agents._cli import CLI_OPTIONS, CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
 from a2rl.agents._registry import agents
-from a2rl.agents._stream import EventCollector, as_int, relative_path
+from a2rl.agents._stream import EventCollector, as_int, relative_path, set_output, tool_args
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call",
@@ -88,6 +88,10 @@ class CodexAgent(CLIAgent):
     default_driver: ClassVar[str] = "gpt-6.2-sol"
     """The default model of codex-cli 0.171.0 (first entry of its bundled model catalog)."""
     driver_pattern: ClassVar[str | None] = r"(gpt|o\d|codex)"
+    agent_options = {**CLI_OPTIONS,
+                     "reasoning_effort": AgentOption("model_reasoning_effort"),
+                     "web_search": AgentOption("the hosted web search",
+                                               choices=("disabled", "cached", "live"))}
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         common = ["--json", "--dangerously-bypass-approvals-and-sandbox",
@@ -134,6 +138,13 @@ class CodexAgent(CLIAgent):
 
         A command that outlives `exec_command`'s yield time goes on in the background and may
         never get its `item.completed`; it is reported when the round ends, without exit code.
+
+        Outputs (on each call's tool_call event, capped; `is_error` there and on the command
+        event): a command's `aggregated_output` (status `failed` or a non-zero exit code is an
+        error), an MCP call's result content or error message, a failed file_change; in the
+        older streams exec_command_end's aggregated (else stdout and stderr) output,
+        patch_apply_end's stdout/stderr and success, mcp_tool_call_end's Ok/Err result, and a
+        session file's `*_output` items.
 
         Usage: Codex reports it only once per `exec` round, in `turn.completed`, as the
         thread's cumulative total (a resumed thread starts from the earlier rounds' total), so
@@ -299,14 +310,24 @@ class _StreamParser(EventCollector):
         kind = str(item.get("type"))
         name = {"mcp_tool_call": f"mcp:{item.get('server', '')}/{item.get('tool', '')}",
                 "collab_tool_call": str(item.get("tool", kind))}.get(kind, kind)
-        self.add("tool_call", begin, turn, name=name,
-                 extra={"query": str(item.get("query", ""))[:200]} if kind == "web_search"
-                 else {})
+        extra = {"call_id": str(item.get("id", ""))}
+        if kind == "web_search":
+            extra["query"] = str(item.get("query", ""))[:200]
+        elif kind == "mcp_tool_call":
+            extra.update(tool_args(item.get("arguments")))
+        elif kind == "file_change":
+            extra.update(tool_args(item.get("changes")))
+        call = self.add("tool_call", begin, turn, name=name, extra=extra)
+        code = item.get("exit_code") if end is not None else None
+        failed = None
+        if end is not None:
+            failed = item.get("status") == "failed" or bool(item.get("error")) or \
+                (isinstance(code, int) and code != 0)
+            set_output(call, _item_output(item), failed)
         if kind == "command_execution":
-            code = item.get("exit_code") if end is not None else None
             self.add("command", begin, turn, end_s=end,
                      command=unwrap_shell(str(item.get("command", ""))),
-                     exit_code=code if isinstance(code, int) else None,
+                     exit_code=code if isinstance(code, int) else None, is_error=failed,
                      extra={"status": str(item.get("status", "")) if end is not None
                             else "running"})
         elif kind == "file_change" and item.get("status") == "completed":
@@ -364,18 +385,29 @@ class _StreamParser(EventCollector):
     def legacy_tool(self, begin: dict[str, Any], end: dict[str, Any] | None, begin_t: float,
                     end_t: float | None, turn: int) -> None:
         kind = str(begin.get("type"))
+        call_id = str(begin.get("call_id", ""))
         if kind.startswith("exec_command"):
             argv = begin.get("command")
             command = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv or "")
             code = (end or {}).get("exit_code")
-            self.add("tool_call", begin_t, turn, name="command_execution")
+            call = self.add("tool_call", begin_t, turn, name="command_execution",
+                            extra={"call_id": call_id})
+            failed = None if end is None else not (isinstance(code, int) and code == 0)
+            if end is not None:
+                set_output(call, _legacy_output(end), failed)
             self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
                      exit_code=code if isinstance(code, int) and end is not None else None,
+                     is_error=failed,
                      extra={"status": "running" if end is None else
                             "completed" if code == 0 else "failed"})
         elif kind.startswith("patch_apply"):
-            self.add("tool_call", begin_t, turn, name="file_change")
             changes = begin.get("changes")
+            call = self.add("tool_call", begin_t, turn, name="file_change",
+                            extra={"call_id": call_id,
+                                   **tool_args(sorted(changes) if isinstance(changes, dict)
+                                               else None)})
+            if end is not None:
+                set_output(call, _legacy_output(end), end.get("success") is False)
             if end is not None and end.get("success") is False:
                 return  # the patch did not apply: nothing written
             for path, change in (changes.items() if isinstance(changes, dict) else []):
@@ -385,8 +417,13 @@ class _StreamParser(EventCollector):
         else:
             inv: dict[str, Any] = begin["invocation"] if isinstance(begin.get("invocation"),
                                                                    dict) else {}
-            self.add("tool_call", begin_t, turn,
-                     name=f"mcp:{inv.get('server', '')}/{inv.get('tool', '')}")
+            call = self.add("tool_call", begin_t, turn,
+                            name=f"mcp:{inv.get('server', '')}/{inv.get('tool', '')}",
+                            extra={"call_id": call_id, **tool_args(inv.get("arguments"))})
+            result = (end or {}).get("result")
+            if isinstance(result, dict) and ("Ok" in result or "Err" in result):
+                ok = "Ok" in result
+                set_output(call, _mcp_text(result["Ok"] if ok else result["Err"]), not ok)
 
     # ---- a Codex session file (rollout-*.jsonl) ---------------------------------------------
     def rollout(self, t: float, kind: str, payload: dict[str, Any]) -> None:
@@ -435,26 +472,37 @@ class _StreamParser(EventCollector):
         argv = args.get("command") or args.get("cmd") or action.get("command") or ""
         command = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv)
         text, code = _output_of(out)
+        call_id = str(call.get("call_id", ""))
+        failed = None if out is None else code not in (0, None)
         patch = call.get("input") if name == "apply_patch" else None
         if patch is None and name == "apply_patch":
             patch = args.get("input")
         if patch is None and isinstance(argv, list) and argv[:1] == ["apply_patch"]:
             patch = argv[1] if len(argv) > 1 else ""
         if isinstance(patch, str):
-            self.add("tool_call", begin_t, turn, name="file_change")
             applied = code == 0 if code is not None else "Success" in text
+            ev = self.add("tool_call", begin_t, turn, name="file_change",
+                          extra={"call_id": call_id, **tool_args(patch)})
+            if out is not None:
+                set_output(ev, text, not applied)
             for match in _PATCH_FILE.finditer(patch) if out is not None and applied else []:
                 path = (match.group(1) or match.group(2)).strip()
                 self.add("file_edit", end_t or begin_t, turn,
                          path=relative_path(path, [self.cwd], by_marker=True))
         elif name in _SHELL_CALLS:
-            self.add("tool_call", begin_t, turn, name="command_execution")
+            ev = self.add("tool_call", begin_t, turn, name="command_execution",
+                          extra={"call_id": call_id})
+            if out is not None:
+                set_output(ev, text, failed)
             self.add("command", begin_t, turn, end_s=end_t, command=unwrap_shell(command),
-                     exit_code=code,
+                     exit_code=code, is_error=failed,
                      extra={"status": "running" if out is None else
                             "completed" if code == 0 else "failed"})
         else:
-            self.add("tool_call", begin_t, turn, name=name)
+            ev = self.add("tool_call", begin_t, turn, name=name,
+                          extra={"call_id": call_id, **tool_args(args or call.get("input"))})
+            if out is not None:
+                set_output(ev, text, failed)
 
 
 def _content_text(payload: dict[str, Any]) -> str:
@@ -484,3 +532,42 @@ def _output_of(out: dict[str, Any] | None) -> tuple[str, int | None]:
         return str(parsed.get("output", "")), code if isinstance(code, int) else None
     match = _PROCESS_EXIT.search(text)
     return text, int(match.group(1)) if match else None
+
+
+def _mcp_text(result: Any) -> str:
+    """The text of an MCP tool result: its text content blocks, else its structured content
+    (or the error string) as JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        blocks = result.get("content")
+        if isinstance(blocks, list) and any(isinstance(b, dict) and "text" in b for b in blocks):
+            return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+        structured = result.get("structured_content", result.get("structuredContent"))
+        if structured is not None:
+            return json.dumps(structured, ensure_ascii=False, default=str)
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _item_output(item: dict[str, Any]) -> str | None:
+    """What a finished tool item returned (None: the item has no output of its own)."""
+    kind = item.get("type")
+    if kind == "command_execution":
+        out = item.get("aggregated_output")
+        return out if isinstance(out, str) else None
+    if kind == "mcp_tool_call":
+        error = item.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        result = item.get("result")
+        return None if result is None else _mcp_text(result)
+    return None
+
+
+def _legacy_output(end: dict[str, Any]) -> str:
+    """exec_command_end's / patch_apply_end's output: the aggregated (interleaved) output,
+    else stdout then stderr."""
+    for key in ("aggregated_output", "formatted_output"):
+        if isinstance(end.get(key), str) and end[key]:
+            return str(end[key])
+    return "".join(str(end.get(k) or "") for k in ("stdout", "stderr"))

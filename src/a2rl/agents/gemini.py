@@ -60,11 +60,11 @@ import re
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage
+from a2rl.agents._agent import AgentContext, AgentOption
+from a2rl.agents._cli import CLI_OPTIONS, SWITCH, CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
 from a2rl.agents._registry import agents
-from a2rl.agents._stream import EventCollector, as_int, relative_path
+from a2rl.agents._stream import EventCollector, as_int, relative_path, set_output, tool_args
 
 SHELL_TOOL = "run_shell_command"
 EDIT_TOOLS = ("write_file", "replace")
@@ -98,6 +98,10 @@ class GeminiAgent(CLIAgent):
     default_driver = "gemini-3.1-pro-preview"
     """The pinned CLI's newest Pro model (it maps gemini-3-pro-preview to it with API keys)."""
     driver_pattern: ClassVar[str | None] = r"gemini"
+    agent_options = {**CLI_OPTIONS,
+                     "loop_detection": AgentOption("1: keep the loop detection", choices=SWITCH),
+                     "shell_inactivity_s": AgentOption("shell tool's inactivity timeout", int),
+                     "side_model": AgentOption("model of the side calls (with a base URL)")}
 
     def cli_argv(self, ctx: AgentContext, exe: str, prompt: str, *, resume: bool) -> list[str]:
         return [exe, "--output-format", "stream-json", "--approval-mode", "yolo",
@@ -154,6 +158,8 @@ class _Parser(EventCollector):
         self.text: AgentEvent | None = None
         self.commands: dict[str, AgentEvent] = {}
         self.edits: dict[str, AgentEvent] = {}
+        self.calls: dict[str, AgentEvent] = {}
+        """tool_call events by tool_id, until their tool_result."""
         self.cwd: str | None = None
 
     def run(self, lines: Iterable[tuple[float, str]]) -> ParseResult:
@@ -204,7 +210,9 @@ class _Parser(EventCollector):
         name = str(obj.get("tool_name"))
         params = obj.get("parameters")
         args: dict[str, Any] = params if isinstance(params, dict) else {}
-        self.add("tool_call", t, name=name)
+        tool_id = str(obj.get("tool_id"))
+        self.calls[tool_id] = self.add("tool_call", t, name=name,
+                                       extra={"call_id": tool_id, **tool_args(params)})
         if name == SHELL_TOOL and isinstance(args.get("command"), str):
             ev = self.add("command", t, command=args["command"])
             if args.get("is_background"):
@@ -215,19 +223,34 @@ class _Parser(EventCollector):
                 "file_edit", t, name=name, path=relative_path(args["file_path"], [self.cwd]))
 
     def tool_result(self, t: float, obj: dict[str, Any]) -> None:
+        """A tool's result: its `output`, or its error's message when it failed (status
+        `error`), on the call's tool_call event with is_error; a shell command's exit code
+        from the output's last line."""
         self.in_turn = False
+        failed = obj.get("status") == "error"
+        error: dict[str, Any] = obj["error"] if isinstance(obj.get("error"), dict) else {}
+        call = self.calls.pop(str(obj.get("tool_id")), None)
+        output = obj.get("output")
+        if call is not None:
+            text = output if isinstance(output, str) else None
+            if failed and error.get("message"):
+                text = f"{text}\n{error['message']}" if text else str(error["message"])
+            set_output(call, text, failed)
         edit = self.edits.pop(str(obj.get("tool_id")), None)
-        if edit is not None and obj.get("status") == "error":  # the tool refused: no write
+        if edit is not None and failed:  # the tool refused: no write
             self.events.remove(edit)
         ev = self.commands.pop(str(obj.get("tool_id")), None)
         if ev is None:
             return
         ev.end_s = t
-        output = str(obj.get("output") or "")
+        output = str(output or "")
         match = _EXIT.match(output) or _EXIT_LINE.search(output)
         if match:
             ev.exit_code = int(match.group(1))
-        if obj.get("status") == "error":
+        ev.is_error = failed or (ev.exit_code is not None and ev.exit_code != 0)
+        if call is not None:
+            call.is_error = ev.is_error
+        if failed:
             ev.extra["error"] = str((obj.get("error") or {}).get("type", "error"))
 
     def on_result(self, t: float, obj: dict[str, Any]) -> None:

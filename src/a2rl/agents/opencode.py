@@ -65,11 +65,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from a2rl._errors import A2RLError
-from a2rl.agents._agent import AgentContext
-from a2rl.agents._cli import CLIAgent, CLIPackage
+from a2rl.agents._agent import AgentContext, AgentOption, DriverChoice
+from a2rl.agents._cli import CLI_OPTIONS, CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseReport, ParseResult
 from a2rl.agents._registry import agents
-from a2rl.agents._stream import TranscriptReader, as_int, finish_report, relative_path
+from a2rl.agents._stream import (
+    TranscriptReader,
+    as_int,
+    finish_report,
+    relative_path,
+    set_output,
+    tool_args,
+)
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -111,13 +118,16 @@ class OpenCodeAgent(CLIAgent):
         k for keys in PROVIDER_KEYS.values() for k in keys))
     memory_file = "AGENTS.md"
     default_driver = "anthropic/claude-sonnet-4-5"
+    agent_options = {**CLI_OPTIONS, "variant": AgentOption("--variant (reasoning effort)"),
+                     "small_model": AgentOption("model of title requests"),
+                     "bash_timeout_ms": AgentOption("default command timeout, ms", int)}
 
     def __init__(self) -> None:
         self.workspace_root: Path | None = None
         """Set by write_events (the run's workspace): file_edit paths are made relative to it."""
 
     # ---- driver and credentials ------------------------------------------------------------
-    def provider_model(self, ctx: AgentContext) -> tuple[str, str]:
+    def provider_model(self, ctx: DriverChoice) -> tuple[str, str]:
         """(provider id, model id) as opencode's -m takes them."""
         driver = self.driver(ctx)
         if ctx.driver_base_url:
@@ -129,13 +139,13 @@ class OpenCodeAgent(CLIAgent):
                             "openrouter/<vendor>/<model>")
         return provider, model
 
-    def key_variables(self, ctx: AgentContext) -> tuple[str, ...]:
+    def key_variables(self, ctx: DriverChoice) -> tuple[str, ...]:
         provider, _ = self.provider_model(ctx)
         if provider == CUSTOM_PROVIDER:
             return (CUSTOM_KEY,)
         return PROVIDER_KEYS.get(provider, (provider.upper().replace("-", "_") + "_API_KEY",))
 
-    def credential_values(self, ctx: AgentContext) -> dict[str, str]:
+    def credential_values(self, ctx: DriverChoice) -> dict[str, str]:
         """Only the driver's provider's key variables (those set) enter the sandbox."""
         names = self.key_variables(ctx)
         found = {k: os.environ[k] for k in names if os.environ.get(k)}
@@ -279,13 +289,20 @@ def parse_stream(lines: Iterable[tuple[float, str]], workspace: Path | None = No
 
 def _tool_events(t: float, turn: int, obj: dict[str, Any], part: dict[str, Any],
                  roots: list[str]) -> list[AgentEvent]:
+    """A tool part's events: its tool_call (arguments in extra["args"]; a finished part's
+    output: `state.output` when completed, `state.error` with is_error when it failed), and
+    its command or file edits."""
     tool = str(part.get("tool") or "")
     state = part.get("state") or {}
     status = str(state.get("status") or "")
-    out = [AgentEvent(kind="tool_call", turn=turn, t_s=t, name=tool,
-                      extra={"status": status, "call_id": str(part.get("callID", ""))})]
+    call = AgentEvent(kind="tool_call", turn=turn, t_s=t, name=tool,
+                      extra={"status": status, "call_id": str(part.get("callID", "")),
+                             **tool_args(state.get("input"))})
+    out = [call]
     if status != "completed" and status != "error":
         return out
+    set_output(call, state.get("output") if status == "completed" else state.get("error"),
+               status == "error")
     if tool == SHELL_TOOL:
         command = (state.get("input") or {}).get("command")
         meta = state.get("metadata") or {}
@@ -304,7 +321,9 @@ def _tool_events(t: float, turn: int, obj: dict[str, Any], part: dict[str, Any],
                               end_s=end_s if end_s is not None else t,
                               command=str(command or ""),
                               exit_code=exit_code if isinstance(exit_code, int) else None,
+                              is_error=status == "error" or exit_code not in (0, None),
                               extra={"status": status}))
+        call.is_error = out[-1].is_error  # a command that exited non-zero failed
     elif tool in EDIT_TOOLS and status == "completed":
         for path in _edited_paths(tool, state):
             out.append(AgentEvent(kind="file_edit", turn=turn, t_s=t, name=tool,

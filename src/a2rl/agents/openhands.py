@@ -60,11 +60,11 @@ from types import FrameType
 from typing import Any, ClassVar
 
 from a2rl._errors import A2RLError
-from a2rl.agents._agent import AgentContext
+from a2rl.agents._agent import AgentContext, DriverChoice
 from a2rl.agents._cli import CLIAgent, CLIPackage, install_dir
 from a2rl.agents._events import AgentEvent, ParseResult
 from a2rl.agents._registry import agents
-from a2rl.agents._stream import EventCollector, relative_path
+from a2rl.agents._stream import EventCollector, relative_path, set_output, tool_args
 
 PYTHON_VERSION = "3.12"
 """The Python minor version the pinned CLI requires."""
@@ -117,7 +117,7 @@ class OpenHandsAgent(CLIAgent):
             flags += ["--resume", "--last"]
         return [ctx.python, "-m", "a2rl.agents.openhands", exe, *flags, "-t", prompt]
 
-    def credential_values(self, ctx: AgentContext) -> dict[str, str]:
+    def credential_values(self, ctx: DriverChoice) -> dict[str, str]:
         """LLM_API_KEY, or else the key of the driver's provider (its litellm prefix) only."""
         if os.environ.get("LLM_API_KEY"):
             return {"LLM_API_KEY": os.environ["LLM_API_KEY"]}
@@ -158,6 +158,10 @@ class OpenHandsAgent(CLIAgent):
         exit code and end come from the matching ObservationEvent; + file_edit for file_editor
         writes; its `thought` text → message); agent MessageEvent → message; AgentErrorEvent
         (e.g. invalid tool arguments) and ConversationErrorEvent → message with extra.type.
+        Outputs: an ObservationEvent's text content (else its `output`) is the output of the
+        call it names (`tool_call_id`), on that call's tool_call event, with is_error from its
+        `is_error` / `error` (or a non-zero exit code); an AgentErrorEvent naming a call is
+        that call's output, an error.
         Usage: one `usage` event per model response from the wrapper's lines (prompt and
         completion tokens as litellm reports them; cost_usd when litellm priced it, >0).
         """
@@ -199,6 +203,8 @@ class _StreamParser(EventCollector):
         self.response: str | None = None
         self.turn_of: dict[str, int] = {}
         self.commands: dict[str, AgentEvent] = {}
+        self.calls: dict[str, AgentEvent] = {}
+        """tool_call events by tool_call_id, until their observation."""
         self.workdir: str | None = None
 
     def model_output(self, t: float, response_id: Any) -> None:
@@ -235,6 +241,9 @@ class _StreamParser(EventCollector):
         elif isinstance(kind, str) and kind.endswith("ErrorEvent"):
             error = obj.get("error") or obj.get("detail") or obj.get("code") or ""
             self.error(t, str(error), kind)
+            call = self.calls.pop(str(obj.get("tool_call_id") or ""), None)
+            if call is not None:
+                set_output(call, str(error), True)
             edit = self.edits.pop(str(obj.get("tool_call_id") or ""), None)
             if edit is not None:  # the call was refused (bad arguments): nothing written
                 self.events.remove(edit)
@@ -249,13 +258,18 @@ class _StreamParser(EventCollector):
         if thought:
             self.add("message", t, text=thought[:500])
         name = str(obj.get("tool_name") or "")
-        self.add("tool_call", t, name=name)
         action = obj.get("action") or {}
+        call_id = str(obj.get("tool_call_id", ""))
+        self.calls[call_id] = self.add(
+            "tool_call", t, name=name,
+            extra={"call_id": call_id, **tool_args(
+                {k: v for k, v in action.items() if k != "kind"} if isinstance(action, dict)
+                else action)})
         if not isinstance(action, dict):
             return
         if action.get("kind") in ("TerminalAction", "ExecuteBashAction") or name in _SHELL_TOOLS:
             event = self.add("command", t, command=str(action.get("command", "")))
-            self.commands[str(obj.get("tool_call_id", ""))] = event
+            self.commands[call_id] = event
         elif name in _EDIT_TOOLS and action.get("command") in _FILE_WRITES:
             self.edits[str(obj.get("tool_call_id", ""))] = self.add(
                 "file_edit", t, path=self.relative(str(action.get("path", ""))),
@@ -271,9 +285,11 @@ class _StreamParser(EventCollector):
         if isinstance(meta, dict) and meta.get("working_dir") and self.workdir is None:
             self.workdir = str(meta["working_dir"])
         call_id = str(obj.get("tool_call_id", ""))
+        failed = obs.get("is_error") is True or bool(obs.get("error"))
         edit = self.edits.pop(call_id, None)
-        if edit is not None and (obs.get("is_error") is True or obs.get("error")):
+        if edit is not None and failed:
             self.events.remove(edit)  # e.g. str_replace found no match: nothing written
+        call = self.calls.pop(call_id, None)
         event = self.commands.pop(call_id, None)
         if event is not None:
             code = obs.get("exit_code")
@@ -284,6 +300,13 @@ class _StreamParser(EventCollector):
             event.end_s = t
             if obs.get("timeout") or code == -1:
                 event.extra["timeout"] = "true"
+            failed = failed or event.exit_code not in (0, None)
+            event.is_error = failed
+        if call is not None:
+            text = _text(obs["content"]) if "content" in obs else obs.get("output")
+            if isinstance(obs.get("error"), str) and obs["error"] not in str(text or ""):
+                text = f"{text}\n{obs['error']}" if text else obs["error"]
+            set_output(call, text if isinstance(text, str) else None, failed)
 
     def usage(self, t: float, usage: dict[str, Any]) -> None:
         rid = str(usage.get("response_id") or "")

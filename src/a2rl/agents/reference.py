@@ -20,25 +20,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import a2rl
-from a2rl.agents._agent import Agent, AgentContext
+from a2rl.agents._agent import Agent, AgentContext, AgentOption
 from a2rl.agents._registry import agents
+from a2rl.agents.reference_agent.recipe import FLAGS, RECIPES
 
-RECIPES = ("sft", "rft", "grpo", "rollout-rft")
+__all__ = ["RECIPES", "ReferenceAgent"]
 
 
 @agents.register("reference")
 class ReferenceAgent(Agent):
+    """No driver: `--driver` and `--driver-base-url` are refused with the other options."""
+
     name = "reference"
     description = ("scripted pipeline (TRL): rejection-sampled SFT, SFT, GRPO or rollout RFT, "
                    "sized from the time left (--agent-opt recipe=...)")
+    agent_options = {key: AgentOption(f"the pipeline's --{key.replace('_', '-')}", kind,
+                                      choices=RECIPES if key == "recipe" else ())
+                     for key, kind in FLAGS.items()}
 
     def command(self, ctx: AgentContext) -> list[str]:
-        from a2rl._errors import A2RLError
-
-        recipe = ctx.options.get("recipe")
-        if recipe is not None and recipe not in RECIPES:
-            raise A2RLError(f"unknown reference recipe {recipe!r}",
-                            f"--agent-opt recipe= one of {', '.join(RECIPES)}")
         argv = [ctx.python, "-m", "a2rl.agents.reference_agent"]
         for key, value in sorted(ctx.options.items()):
             argv += [f"--{key.replace('_', '-')}", value]

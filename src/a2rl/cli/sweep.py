@@ -21,6 +21,13 @@ def sweep(
                                                 "matrix's).")] = None,
     max_parallel: Annotated[int | None, typer.Option(help="Cells in flight at once.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="Give failed cells new attempts.")] = False,
+    skip_unready: Annotated[bool, typer.Option(
+        "--skip-unready", help="Start the cells that can run here and leave the others "
+                               "(a missing CLI, key or option) pending; without it such a "
+                               "cell stops the sweep before anything starts.")] = False,
+    gpu_hour_usd: Annotated[float | None, typer.Option(
+        "--gpu-hour-usd", help="`plan`: the GPU price in US dollars per GPU-hour for the "
+                               "cost estimate (default 2.00).")] = None,
     log_to: Annotated[str | None, typer.Option(help="Log each run to wandb or mlflow.")] = None,
     as_job: Annotated[bool, typer.Option(
         "--as-job", help="Submit the driver itself as a Slurm job (submitit; slurm.cluster: "
@@ -43,11 +50,23 @@ def sweep(
         if len(target) != 2:
             raise A2RLError("`a2rl sweep plan` takes one matrix file",
                             "a2rl sweep plan examples/sweeps/slurm.yaml [--dir SWEEP_DIR]")
-        from a2rl.sweep import plan, show_plan
+        from a2rl.sweep import DEFAULT_GPU_HOUR_USD, plan, plan_totals, show_plan
 
         planned = load_matrix(Path(target[1]))
-        show_plan(planned, plan(planned, dir), make_console())
+        price = DEFAULT_GPU_HOUR_USD if gpu_hour_usd is None else gpu_hour_usd
+        if price < 0:
+            raise A2RLError(f"--gpu-hour-usd must not be negative (got {price})",
+                            "pass your price per GPU-hour, e.g. --gpu-hour-usd 2.5")
+        sweep_dir = dir or Path("sweeps") / (planned.name or "sweep")
+        cells = plan(planned, sweep_dir)
+        todo = [c.spec for c in cells if c.state != "finished"]
+        show_plan(planned, cells, make_console(), plan_totals(
+            planned, todo, runs_dir=sweep_dir / "runs", gpu_hour_usd=price,
+            max_parallel=max_parallel))
         return
+    if gpu_hour_usd is not None:
+        raise A2RLError("--gpu-hour-usd is an option of `a2rl sweep plan`",
+                        "a2rl sweep plan MATRIX.yaml --gpu-hour-usd 2.5")
     if len(target) != 1:
         raise A2RLError(f"a2rl sweep takes one matrix file (got {len(target)} arguments)",
                         "a2rl sweep examples/sweeps/local.yaml")
@@ -59,7 +78,8 @@ def sweep(
 
         planned = load_matrix(Path(target[0]))
         job = submit_driver(Path(target[0]), dir or Path("sweeps") / (planned.name or "sweep"),
-                            max_parallel=max_parallel, retry_failed=retry_failed)
+                            max_parallel=max_parallel, retry_failed=retry_failed,
+                            skip_unready=skip_unready)
         make_console().print(f"submitted the sweep driver as job {job.job_id}; "
                              f"`a2rl sweep status` shows its cells")
         return
@@ -77,6 +97,7 @@ def sweep(
 
         check_tracking(matrix.log)
     summary = run_sweep(matrix, dir or Path("sweeps") / (matrix.name or "sweep"),
-                        max_parallel=max_parallel, retry_failed=retry_failed)
+                        max_parallel=max_parallel, retry_failed=retry_failed,
+                        skip_unready=skip_unready)
     if summary.failed:
         raise typer.Exit(1)

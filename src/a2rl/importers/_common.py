@@ -162,10 +162,18 @@ def parse_agent_events(lines: list[str], times: list[float], agent_hint: str | N
 
 
 def write_events(agent_dir: Path, events: list[AgentEvent], parser: str | None = None,
-                 lines: list[str] | None = None, times: list[float] | None = None) -> None:
+                 lines: list[str] | None = None, times: list[float] | None = None,
+                 prompt: str | None = None) -> None:
     """agent/events.jsonl, and agent/parse_report.json where the launcher's parser reports on
-    what it could not read (`parse_transcript`, in launchers that have it)."""
-    (agent_dir / "events.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
+    what it could not read (`parse_transcript`, in launchers that have it). `prompt`, the
+    first prompt the harness gave the agent, is kept in agent/prompt.md and leads the events
+    as a `prompt` event."""
+    from a2rl.agents import PROMPT_FILE, jsonl_line, with_prompts
+
+    if prompt is not None:
+        (agent_dir / PROMPT_FILE).write_text(prompt)
+        events = with_prompts(events, [], prompt)
+    (agent_dir / "events.jsonl").write_text("".join(jsonl_line(e) for e in events))
     if parser is None or lines is None or times is None:
         return
     from a2rl.agents import get_agent

@@ -5,7 +5,8 @@ PostTrainBench (aisa-group/PostTrainBench, src/run_task.sh) writes one folder pe
 - `output.log`, whose first line is the run's arguments (task, agent, model, cluster, hours,
   agent config, GPUs);
 - `solve_out.txt`: the agent CLI's stream with each line prefixed `[ISO-time] `;
-- `time_taken.txt` (HH:MM:SS of the agent's run), `prompt.txt`;
+- `time_taken.txt` (HH:MM:SS of the agent's run), `prompt.txt` (the prompt the agent got:
+  agent/prompt.md and the events' first `prompt` event);
 - `task/`: the agent's working folder at the end (its scripts, timer.sh, evaluate.py);
 - `final_model/` and `metrics.json`, the score of the final model on the held-out benchmark
   (evaluated once, after the agent stopped);
@@ -154,7 +155,10 @@ def _import(folder: Path, src: Source, runs_dir: Path, *, run_id: str | None,
         if fmt is None:
             unrecovered.append("agent events: no a2rl parser reads this trace")
         else:
-            write_events(run_dir / "agent", events, fmt, lines, times)
+            prompt = src.read_text("prompt.txt", MAX_NOTE_BYTES, "the agent's prompt")
+            if prompt is None:
+                unrecovered.append("the agent's prompt (no readable prompt.txt)")
+            write_events(run_dir / "agent", events, fmt, lines, times, prompt=prompt)
 
     # The final model's score: PostTrainBench's only evaluation, after the agent stopped.
     metrics_path = folder / "metrics.json"

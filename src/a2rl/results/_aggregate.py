@@ -78,7 +78,8 @@ class Policy:
                  "drop": "left out of every table"}
         return (f"audit-flagged runs: {words[self.audit]}; "
                 f"unsandboxed runs: {words[self.unsandboxed]}; "
-                "runs the harness did not finish: shown and marked, never counted")
+                "runs the harness did not finish: shown and marked, never counted; "
+                "runs stopped on purpose (a sweep to resume): in no cell or baseline")
 
 
 def finished(row: dict[str, Any]) -> bool:
@@ -87,13 +88,21 @@ def finished(row: dict[str, Any]) -> bool:
     return row.get("status") in (None, "finished")
 
 
+def stopped(row: dict[str, Any]) -> bool:
+    """Whether its operator stopped the run on purpose (a sweep stopped, to be resumed): it
+    counts like a run that never ran, in no cell, baseline or failure count."""
+    return row.get("status") == "stopped"
+
+
 def marks(row: dict[str, Any]) -> list[str]:
-    """The markers a run carries in every table: its audit flags, `unsandboxed`, and
-    `harness-failed` / `unfinished` for a run the harness did not finish."""
+    """The markers a run carries in every table: its audit flags, `unsandboxed`, `stopped`,
+    and `harness-failed` / `unfinished` for a run the harness did not finish."""
     out = [f for f in str(row.get("audit_flags") or "").split(",") if f]
     if row.get("sandboxed") is False:
         out.append("unsandboxed")
-    if not finished(row):
+    if stopped(row):
+        out.append("stopped")
+    elif not finished(row):
         out.append("harness-failed" if row.get("status") == "failed" else "unfinished")
     return out
 
@@ -205,11 +214,12 @@ def aggregate(rows: Iterable[dict[str, Any]], policy: Policy | None = None, *,
               seed: int = 0, n_resamples: int = 10_000) -> list[Cell]:
     """Group run rows into cells by `keys` and the held-out set, and summarise each metric over
     the counted runs. The bootstrap seed of each cell is derived from `seed` and the cell's
-    position, so a table is the same every time it is built from the same runs."""
+    position, so a table is the same every time it is built from the same runs. A run stopped
+    on purpose is in no cell."""
     policy = policy or Policy()
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        if policy.shown(row):
+        if policy.shown(row) and not stopped(row):
             groups.setdefault((*(row.get(k) for k in keys), heldout_group(row)), []).append(row)
     cells: list[Cell] = []
     for i, (key, runs) in enumerate(sorted(groups.items(), key=lambda kv: [str(v) for v in kv[0]])):
@@ -224,11 +234,11 @@ def aggregate(rows: Iterable[dict[str, Any]], policy: Policy | None = None, *,
 def baselines(rows: Iterable[dict[str, Any]], policy: Policy | None = None
               ) -> dict[tuple[str, str, str], Summary]:
     """The base model's score per (task, model, held-out set) over the shown runs (a baseline
-    does not depend on the agent, so flagged runs count here)."""
+    does not depend on the agent, so flagged runs count here; runs stopped on purpose do not)."""
     policy = policy or Policy()
     groups: dict[tuple[str, str, str], list[float | None]] = {}
     for r in rows:
-        if policy.shown(r):
+        if policy.shown(r) and not stopped(r):
             groups.setdefault((str(r.get("task")), str(r.get("model")), heldout_group(r)),
                               []).append(r.get("baseline"))
     return {k: summarize(v) for k, v in sorted(groups.items())}

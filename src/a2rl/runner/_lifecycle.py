@@ -185,7 +185,7 @@ def repair_run(run_dir: Path, notes: list[str] | None = None) -> tuple[RunRecord
     if not path.exists():
         raise A2RLError(f"{run_dir} holds no run.json", "pass a run directory (a2rl runs list)")
     record = RunRecord.model_validate_json(path.read_text())
-    if record.status in ("finished", "failed") and record.ended_at is not None:
+    if record.status in ("finished", "failed", "stopped") and record.ended_at is not None:
         raise A2RLError(f"run {record.run_id} is already closed ({record.status})",
                         "nothing to repair; `a2rl runs show` shows it")
     if record.harness_pid is not None and record.harness_pid != os.getpid() \

@@ -31,6 +31,7 @@ from a2rl.runner._launch import (
 from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
 from a2rl.runner._part import TaskRun, live_progress, package_versions, run_flags
 from a2rl.runner._precheck import check_in_sandbox, check_limits, check_mountable, plan_command
+from a2rl.runner._spend import check_cost_limit
 from a2rl.sandbox import Sandbox, start_sandbox
 from a2rl.tasks import get_task
 from a2rl.workspace import Workspace, build_multi_root, check_mode
@@ -53,11 +54,13 @@ def task_params_for(task: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
-        run_id: str | None = None) -> RunRecord:
+        run_id: str | None = None, stop_file: Path | None = None) -> RunRecord:
     """One agent, one task (or, with mode `multi`, several tasks at once: see `run_multi`).
-    SIGTERM/SIGHUP close the run like Ctrl-C (exit reason `terminated`)."""
+    SIGTERM/SIGHUP close the run like Ctrl-C (exit reason `terminated`); when `stop_file`
+    exists by then, its operator stopped the run on purpose: status `stopped`, no failure."""
     with terminate_on_signals():
-        return _pipeline(config, console=console, echo_agent=echo_agent, run_id=run_id)[0]
+        return _pipeline(config, console=console, echo_agent=echo_agent, run_id=run_id,
+                         stop_file=stop_file)[0]
 
 
 def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: bool = False,
@@ -72,7 +75,7 @@ def run_multi(config: RunConfig, *, console: Console | None = None, echo_agent: 
 
 
 def _pipeline(config: RunConfig, *, console: Console | None, echo_agent: bool,
-              run_id: str | None) -> list[RunRecord]:
+              run_id: str | None, stop_file: Path | None = None) -> list[RunRecord]:
     """One run, every step in order; the extensions' hooks are called inside each step."""
     console = console or Console()
     started = time.monotonic()
@@ -103,8 +106,9 @@ def _pipeline(config: RunConfig, *, console: Console | None, echo_agent: bool,
         for part in parts:
             part.record.status = "finished"
     except BaseException as exc:
+        on_purpose = stop_file is not None and stop_file.exists()
         for part in parts:
-            part.fail(exc)
+            part.fail(exc, on_purpose=on_purpose)
         raise
     finally:
         with closing():  # close: every record, under a deadline, then the extensions
@@ -124,7 +128,9 @@ def _close_extensions(exts: list[RunExtension], console: Console) -> None:
 
 
 def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, list[RunExtension]]:
-    """Everything cheap validated before any heavy step; the run's extensions."""
+    """Everything cheap validated before any heavy step (the run folder, the model, the
+    baseline): the options, the agent's setup (`Agent.check`), the sandbox and the task; the
+    run's extensions."""
     if config.budget_s <= 0:
         raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
                         "pass e.g. --budget 12h, --budget 30m or --budget 900")
@@ -141,6 +147,8 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, list[RunExtension]
     check_limits(port=config.port, eval_timeout_s=config.eval_timeout_s,
                  grace_s=config.grace_s, runs_dir=Path(config.runs_dir))
     agent = get_agent(config.agent)
+    agent.check(config)  # its options, driver, CLI and credentials
+    check_cost_limit(config, agent)
     plan = None
     if isinstance(agent, CommandAgent):
         plan = plan_command(agent.shell_command, agent_dirs=[Path(d) for d in config.agent_dirs],

@@ -8,9 +8,12 @@ from a2rl.sweep._state import CellState, load_cells
 from a2rl.sweep._status import show_status
 from a2rl.sweep._study import Study, create_study, find_study, join_study
 from a2rl.sweep._sweep import SweepSummary, run_sweep
+from a2rl.sweep._totals import DEFAULT_GPU_HOUR_USD, Totals
+from a2rl.sweep._totals import totals as plan_totals
 
 __all__ = [
-    "CellSpec", "CellState", "Matrix", "Study", "SweepSummary", "cell_id", "create_study",
-    "expand", "find_study", "join_study", "load_cells", "load_matrix", "parse_matrix", "plan",
-    "run_sweep", "show_plan", "show_status", "submit_driver",
+    "DEFAULT_GPU_HOUR_USD", "CellSpec", "CellState", "Matrix", "Study", "SweepSummary", "Totals",
+    "cell_id", "create_study", "expand", "find_study", "join_study", "load_cells", "load_matrix",
+    "parse_matrix", "plan", "plan_totals", "run_sweep", "show_plan", "show_status",
+    "submit_driver",
 ]

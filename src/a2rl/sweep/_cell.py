@@ -3,11 +3,14 @@
 `execute_job` is the function handed to the backend (a thread of the local pool, a Ray task, a
 Slurm job through submitit). It starts `python -m a2rl.sweep._child JOB.json` on the machine it
 runs on, waits, and classifies the end from the run's own record: a run that closed normally is
-finished whatever the agent did (its crash or silence is a result); a child killed by a
-signal, a record left open, or a failed harness is a harness failure the driver retries. A
-child process keeps the worker alive when the harness is killed (that is what a dead machine
-looks like to the cell), and gives each cell a fresh interpreter (its own grader key, signal
-handlers and CUDA state).
+finished whatever the agent did (its crash or silence is a result); a configuration error (the
+run refused with exit code 2, before its run folder) is `refused`, never retried; a run the
+sweep stopped on purpose (its stop file written before the signal) is `stopped`, resumed later;
+a child killed by a signal, a record left open, or a failed harness is a harness failure the
+driver retries. A child process keeps the worker alive when the harness is killed (that is what
+a dead machine looks like to the cell), and gives each cell a fresh interpreter (its own grader
+key, signal handlers and CUDA state); it runs in a session of its own, so Ctrl-C in the
+driver's terminal reaches the driver, which stops the cells itself (on purpose).
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ if TYPE_CHECKING:
     from a2rl.runner import RunConfig
 
 JobKind = Literal["cell", "baseline"]
+Outcome = Literal["finished", "harness_failed", "refused", "stopped"]
+"""How an attempt ended: the run closed normally (whatever the agent did); the harness failed
+(retried); the run refused its configuration (exit code 2: never retried); the sweep stopped
+it on purpose (resumed, not counted as an attempt)."""
+CONFIG_ERROR_EXIT = 2
+"""The cell's exit code for an A2RLError (a configuration a retry cannot fix)."""
 
 
 class Job(BaseModel):
@@ -62,8 +71,8 @@ class Job(BaseModel):
 class JobResult(BaseModel):
     """What the worker reports back."""
 
-    outcome: Literal["finished", "harness_failed"]
-    """finished, or harness_failed (the driver retries it)."""
+    outcome: Outcome
+    """See `Outcome`."""
     reason: str | None = None
     """Why the harness failed."""
     exit_code: int | None = None
@@ -75,6 +84,12 @@ class JobResult(BaseModel):
 def _log_path(job: Job) -> Path:
     sub = "cells" if job.kind == "cell" else "baselines"
     return Path(job.sweep_dir) / sub / job.key / f"attempt-{job.attempt}.log"
+
+
+def stop_file(job: Job) -> Path:
+    """Written by the driver before it stops the job: the stop is on purpose (the run records
+    `stopped`, not a failure)."""
+    return _log_path(job).with_suffix(".stop")
 
 
 def run_dir_of(job: Job) -> Path:
@@ -156,7 +171,7 @@ def execute_job(job: Job) -> JobResult:
         env["CUDA_VISIBLE_DEVICES"] = agent_devices
     with open(log, "ab") as out:
         proc = subprocess.Popen(child_command(job_file), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, env=env)
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
         with _running_lock:
             _running[_job_key(job)] = proc
         try:
@@ -173,12 +188,18 @@ def execute_job(job: Job) -> JobResult:
         done = (Path(job.sweep_dir) / "baselines" / f"{job.key}.json").exists()
         if code == 0 and done:
             return JobResult(outcome="finished", exit_code=code, host=host)
-        return JobResult(outcome="harness_failed", exit_code=code, host=host,
-                         reason=_reason(code, None, log))
+        return JobResult(outcome="refused" if code == CONFIG_ERROR_EXIT else "harness_failed",
+                         exit_code=code, host=host, reason=_reason(code, None, log))
     run_dir = run_dir_of(job)
     status, error = _record_status(run_dir)
     if code == 0 and status == "finished":
         return JobResult(outcome="finished", exit_code=code, host=host)
+    if status == "stopped":
+        return JobResult(outcome="stopped", exit_code=code, host=host,
+                         reason="the sweep stopped it")
+    if code == CONFIG_ERROR_EXIT:
+        return JobResult(outcome="refused", exit_code=code, host=host,
+                         reason=_reason(code, error, log))
     if status not in ("finished", "failed"):
         # The harness died without closing its record (SIGKILL, out of memory): close it
         # from the ledger here, on the machine that ran it, so it reads as harness_died.
@@ -293,7 +314,7 @@ def _run_cell(job: Job) -> int:
         local = cache_dir("baselines") / f"{key}.json"
         if not local.exists():
             shutil.copyfile(shared / f"{key}.json", local)
-    record = run(config, console=Console(), run_id=job.run_id)
+    record = run(config, console=Console(), run_id=job.run_id, stop_file=stop_file(job))
     return 0 if record.status == "finished" else 1
 
 
@@ -307,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run_cell(job)
     except A2RLError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return CONFIG_ERROR_EXIT
 
 
 def local_gpus() -> list[str]:

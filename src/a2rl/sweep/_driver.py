@@ -25,30 +25,35 @@ DEFAULT_DRIVER_TIME_S = 3 * 24 * 3600
 
 
 def drive_sweep(matrix_path: str, sweep_dir: str, max_parallel: int | None,
-                retry_failed: bool) -> dict[str, int]:
+                retry_failed: bool, skip_unready: bool = False) -> dict[str, int]:
     """The driver job's body: load the matrix and run (or resume) the sweep to its end."""
     from a2rl._console import make_console
     from a2rl.sweep._sweep import run_sweep
 
     matrix = load_matrix(Path(matrix_path))
     summary = run_sweep(matrix, Path(sweep_dir), console=make_console(),
-                        max_parallel=max_parallel, retry_failed=retry_failed)
+                        max_parallel=max_parallel, retry_failed=retry_failed,
+                        skip_unready=skip_unready)
     return {"cells": summary.cells, "finished": summary.finished, "failed": summary.failed,
             "skipped": summary.skipped}
 
 
 def submit_driver(matrix_path: Path, sweep_dir: Path, *, max_parallel: int | None = None,
-                  retry_failed: bool = False) -> Any:
+                  retry_failed: bool = False, skip_unready: bool = False) -> Any:
     """Submit the driver of `matrix_path` as a job on the matrix's Slurm settings (partition,
     account, qos, setup lines, `driver_time`/`driver_cpus`/`driver_mem_gb`); returns the
     submitit job. The matrix's own backend (local, ray, slurm) is what the driver then uses
-    for the cells."""
+    for the cells. The cells' checks run here first, so that a cell the driver would refuse
+    stops the submission (unless `skip_unready`)."""
+    from a2rl.sweep._sweep import check_cells_ready
+
     try:
         import submitit
     except ImportError as exc:
         raise A2RLError("--as-job needs submitit", "pip install 'a2rl-bench[sweep]' (or "
                         "submitit)") from exc
     matrix = load_matrix(matrix_path)
+    check_cells_ready(matrix, sweep_dir, retry_failed=retry_failed, skip_unready=skip_unready)
     o = matrix.slurm
     if o.cluster == "slurm" and shutil.which("sbatch") is None:
         raise A2RLError("--as-job submits the driver to Slurm, but sbatch is not on PATH",
@@ -62,7 +67,7 @@ def submit_driver(matrix_path: Path, sweep_dir: Path, *, max_parallel: int | Non
         o, name=f"a2rl-sweep-{matrix.name}", limit_s=o.driver_time or DEFAULT_DRIVER_TIME_S,
         cpus=o.driver_cpus, mem_gb=o.driver_mem_gb))
     job = executor.submit(drive_sweep, str(matrix_path.absolute()), str(sweep_dir),
-                          max_parallel, retry_failed)
+                          max_parallel, retry_failed, skip_unready)
     atomic_write_text(sweep_dir / "driver.json", json.dumps({
         "job_id": str(job.job_id), "cluster": o.cluster, "matrix": str(matrix_path.absolute()),
         "submitted_at": utcnow().isoformat(), "logs": str(folder / str(job.job_id))},

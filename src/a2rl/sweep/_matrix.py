@@ -505,12 +505,17 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
 
 
 def _check_stack(agent: AgentEntry, driver: DriverEntry) -> None:
-    """Refuse an agent + driver pair (a "stack") whose CLI cannot speak to that driver."""
-    if agent.agent.startswith("cmd:"):
-        return
+    """Refuse an agent + driver pair (a "stack") whose CLI cannot speak to that driver, or
+    whose agent runs on no driver (the driver would be ignored and mislabel its cells)."""
     from a2rl.agents import CLIAgent, get_agent
 
     instance = get_agent(agent.agent)
+    if not instance.takes_driver and (driver.driver or (
+            driver.base_url and not instance.reaches_endpoint)):
+        raise A2RLError(f"agent {agent.label!r} runs on no driver LLM, but the matrix gives it "
+                        f"driver {driver.label!r}",
+                        f"give agent {agent.label!r} `drivers: [{{}}]` (no driver), or list "
+                        "the CLI agents' pairs under `stacks:`")
     if not isinstance(instance, CLIAgent):
         return
     cls = type(instance)
@@ -592,4 +597,6 @@ def load_matrix(path: Path) -> Matrix:
     matrix = parse_matrix(data, str(path))
     if matrix.name is None:
         matrix.name = path.stem
+    if matrix.log is not None and matrix.log.group is None:  # the sweep's runs chart together
+        matrix.log.group = matrix.name
     return matrix

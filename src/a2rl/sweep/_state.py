@@ -17,10 +17,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from a2rl._util import atomic_write_text
+from a2rl.sweep._cell import Outcome
 from a2rl.sweep._matrix import CellSpec, Matrix
 
 CellStatus = Literal["pending", "running", "finished", "failed"]
-Outcome = Literal["finished", "harness_failed"]
 
 
 class Attempt(BaseModel):
@@ -39,9 +39,11 @@ class Attempt(BaseModel):
     backend_job: str | None = None
     """The backend's id for it (Slurm job id, Ray task id)."""
     outcome: Outcome | None = None
-    """finished (the run closed normally, whatever the agent did) or harness_failed."""
+    """finished (the run closed normally, whatever the agent did), harness_failed (retried),
+    refused (a configuration error: never retried) or stopped (the sweep was stopped on
+    purpose: resumed, and not counted against `max_attempts`)."""
     reason: str | None = None
-    """Why the harness failed (a crash, a killed process, a lost machine)."""
+    """Why it did not finish (a crash, a killed process, a lost machine, the refusal)."""
     exit_code: int | None = None
     """Exit code of the cell's process (negative: killed by that signal)."""
 
@@ -81,7 +83,8 @@ class CellState(BaseModel):
     result: CellResult | None = None
     """The finished run."""
     error: str | None = None
-    """Why the cell failed (status failed)."""
+    """Why the cell failed (status failed), or what keeps a pending cell from starting here
+    (left out by `--skip-unready`)."""
 
 
 class SweepInfo(BaseModel):

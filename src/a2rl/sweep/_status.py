@@ -32,7 +32,7 @@ def status_table(cells: list[CellState]) -> Table:
     for c in sorted(cells, key=lambda c: (c.spec.task_label, c.spec.model, c.spec.agent_label,
                                           c.spec.driver_label, c.spec.mode, c.spec.repeat)):
         r = c.result
-        if c.status == "failed":
+        if c.status == "failed" or c.error:  # a failure, or why a pending cell did not start
             note = c.error or ""
         elif r is not None:
             note = (r.exit_reason or "") + (f" (exit {r.agent_exit_code})"

@@ -1,6 +1,9 @@
 """`a2rl sweep MATRIX`: the driver. Resumable: it reads the cells' state from the sweep
-directory, skips finished ones, scores each group's baseline once, then runs the rest on the
-backend, retrying harness failures up to `max_attempts`."""
+directory, skips finished ones, checks every cell to run as `a2rl run` would (its agent's CLI,
+credentials, driver and options: a cell that would be refused is never started; with
+`skip_unready` the others start), scores each group's baseline once, then runs the rest on the
+backend, retrying harness failures up to `max_attempts` (a configuration error never). Stopped
+on purpose (Ctrl-C, SIGTERM, SIGHUP), it stops its cells as `stopped`, which a rerun resumes."""
 
 from __future__ import annotations
 
@@ -23,8 +26,9 @@ from a2rl._console import safe
 from a2rl._errors import A2RLError
 from a2rl._util import utcnow
 from a2rl.records import TrackingConfig
-from a2rl.sweep._cell import Job, JobResult, run_dir_of
+from a2rl.sweep._cell import Job, JobResult, run_dir_of, stop_file
 from a2rl.sweep._matrix import CellSpec, Matrix, expand
+from a2rl.sweep._plan import cell_problems
 from a2rl.sweep._state import (
     Attempt,
     CellResult,
@@ -43,6 +47,7 @@ from a2rl.sweep._study import (
     study_params,
     write_study,
 )
+from a2rl.sweep._totals import pool_size
 
 WAIT_S = 5.0
 """Longest wait for the backend between two looks at the queue."""
@@ -58,6 +63,8 @@ class SweepSummary:
     failed: int = 0
     retried: int = 0
     baselines: int = 0
+    unready: int = 0
+    """Cells not started: they would be refused on this machine (`skip_unready`)."""
     states: list[CellState] = field(default_factory=list)
 
 
@@ -233,24 +240,32 @@ def _drive(backend: Any, queue: list[_Work], sweep_dir: Path, max_parallel: int,
                                               f": {str(exc)[:300]})")
                 if _ended(work, job, result, sweep_dir, console, summary):
                     continue
-                if work.attempts < work.max_attempts:
+                if work.attempts < work.max_attempts and result.outcome != "refused":
                     summary.retried += 1
                     queue.append(work)
                 else:
                     failed.append(work)
     except BaseException as exc:
-        # Interrupted: the attempts in flight are stopped and closed as interrupted (a rerun
-        # retries them)
+        # Stopped on purpose (Ctrl-C, SIGTERM, SIGHUP): each attempt in flight is told so (its
+        # stop file) before it is stopped, so its run closes as `stopped`, and a rerun resumes
+        # it. Any other end of the driver stops them as a harness failure.
+        on_purpose = isinstance(exc, KeyboardInterrupt)
         if in_flight:
-            why = f" ({exc})" if isinstance(exc, KeyboardInterrupt) and str(exc) else ""
-            console.print(f"[yellow]interrupted{safe(why)}[/]: stopping {len(in_flight)} "
-                          "attempt(s) in flight; rerun the same command to resume them")
+            why = f" ({exc})" if on_purpose and str(exc) else ""
+            console.print(f"[yellow]{'stopped' if on_purpose else 'failed'}{safe(why)}[/]: "
+                          f"stopping {len(in_flight)} attempt(s) in flight; rerun the same "
+                          "command to resume them")
         for handle, (work, job) in in_flight.items():
+            if on_purpose:
+                with contextlib.suppress(OSError):
+                    stop_file(job).touch()
             with contextlib.suppress(Exception):
                 _cancel(backend, handle)
             if work.state is not None:
                 _close_attempt(work.state, job, JobResult(
-                    outcome="harness_failed", host="?", reason="the sweep was interrupted"))
+                    outcome="stopped", host="?", reason="the sweep was stopped") if on_purpose
+                    else JobResult(outcome="harness_failed", host="?",
+                                   reason=f"the sweep driver failed ({type(exc).__name__})"))
                 work.state.status = "pending"
                 save_cell(sweep_dir, work.state)
         raise
@@ -333,13 +348,16 @@ def _ended(work: _Work, job: Job, result: JobResult, sweep_dir: Path, console: C
             summary.baselines += 1
             console.print(f"[green]✔[/] baseline {safe(work.key)} scored")
             return True
-    last = work.attempts >= work.max_attempts
+    refused = result.outcome == "refused"
+    last = work.attempts >= work.max_attempts or refused
     console.print(f"[red]✘[/] {work.kind} {safe(work.key)} attempt {job.attempt}: "
-                  f"{safe(result.reason)}" + ("" if last else " — retrying"))
+                  f"{safe(result.reason)}" + (" — a configuration error, not retried" if refused
+                                              else "" if last else " — retrying"))
     if state is not None:
         state.status = "failed" if last else "pending"
         if last:
-            state.error = f"harness failure after {work.attempts} attempt(s): {result.reason}"
+            state.error = (f"configuration error (not retried): {result.reason}" if refused else
+                           f"harness failure after {work.attempts} attempt(s): {result.reason}")
             summary.failed += 1
         save_cell(sweep_dir, state)
     return False
@@ -361,8 +379,37 @@ def prepare(matrix: Matrix, sweep_dir: Path, console: Console) -> tuple[Study, l
     return study, cells
 
 
+def _readiness(specs: list[CellSpec], skip_unready: bool) -> dict[str, str]:
+    """Cell id → why `a2rl run` would refuse it on this machine, for the cells that would be.
+    Without `skip_unready` any such cell refuses the sweep before anything starts."""
+    problems = {spec.id: cell_problems(spec) for spec in specs}
+    unready = {cell: found for cell, found in problems.items() if found}
+    if unready and not skip_unready:
+        counts: dict[str, int] = {}
+        for found in unready.values():
+            for p in found:
+                counts[p.message] = counts.get(p.message, 0) + 1
+        fixes = dict.fromkeys(p.fix for found in unready.values() for p in found if p.fix)
+        raise A2RLError(f"{len(unready)} of {len(specs)} cell(s) to run would be refused on "
+                        "this machine, so none was started: " + "; ".join(
+                            f"{msg} ({n} cell(s))" for msg, n in counts.items()),
+                        "; ".join(fixes) + "; or pass --skip-unready to start the other cells")
+    return {cell: "; ".join(p.message for p in found) for cell, found in unready.items()}
+
+
+def check_cells_ready(matrix: Matrix, sweep_dir: Path, *, retry_failed: bool = False,
+                      skip_unready: bool = False) -> dict[str, str]:
+    """`_readiness` of the cells a run of the sweep in `sweep_dir` would start (nothing is
+    written): before a driver is submitted as a job."""
+    cells = expand(matrix, matrix.study or matrix.name or "sweep")
+    states = {c.id: load_cell(sweep_dir, c.id) for c in cells} if sweep_dir.is_dir() else {}
+    return _readiness([c for c in cells if (s := states.get(c.id)) is None
+                       or not _done(s, retry_failed)], skip_unready)
+
+
 def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None,
-              max_parallel: int | None = None, retry_failed: bool = False) -> SweepSummary:
+              max_parallel: int | None = None, retry_failed: bool = False,
+              skip_unready: bool = False) -> SweepSummary:
     """Run (or resume) a sweep to its end."""
     from a2rl.sweep._backends import make_backend
 
@@ -378,8 +425,17 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
             state = load_cell(sweep_dir, spec.id) or CellState(id=spec.id, spec=spec)
             state.spec = spec  # resources may have changed (not part of the id)
             states[spec.id] = state
-            if state.status == "finished" or (state.status == "failed" and not retry_failed):
+        to_check = [spec for spec in cells if not _done(states[spec.id], retry_failed)]
+        unready = _readiness(to_check, skip_unready)
+        for spec in cells:
+            state = states[spec.id]
+            if _done(state, retry_failed):
                 summary.skipped += 1
+                continue
+            if spec.id in unready:
+                state.status, state.error = "pending", f"not started here: {unready[spec.id]}"
+                save_cell(sweep_dir, state)
+                summary.unready += 1
                 continue
             if state.status == "running":  # a driver that stopped without closing it
                 for attempt in state.attempts:
@@ -387,8 +443,10 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
                         attempt.outcome, attempt.ended_at = "harness_failed", utcnow()
                         attempt.reason = "the sweep stopped while it ran"
                 _close_stale(sweep_dir, state, matrix)
+            # attempts stopped on purpose do not count; failed cells get a fresh budget
+            stopped = sum(a.outcome == "stopped" for a in state.attempts)
             budget = matrix.max_attempts + (len(state.attempts) if state.status == "failed"
-                                            else 0)
+                                            else stopped)
             state.status, state.error = "pending", None
             save_cell(sweep_dir, state)
             todo.append(_Work("cell", spec.id, spec, state, budget, matrix.log))
@@ -396,10 +454,12 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
         console.print(f"sweep {safe(matrix.name)}: {len(cells)} cell(s), {summary.skipped} "
                       f"already done, {len(todo)} to run on backend {matrix.backend}; "
                       f"study {safe(study.name)} ({study.id})")
+        if unready:
+            console.print(f"[yellow]{len(unready)} cell(s) not started (--skip-unready)[/]: "
+                          + safe("; ".join(sorted(set(unready.values())))), highlight=False)
         if not todo:
             return summary
-        parallel = max_parallel or matrix.max_parallel or (1 if matrix.backend == "local"
-                                                           else len(todo))
+        parallel = pool_size(matrix, len(todo), max_parallel)
         backend = make_backend(matrix, sweep_dir, parallel)
         try:
             groups: dict[str, CellSpec] = {}
@@ -425,9 +485,15 @@ def run_sweep(matrix: Matrix, sweep_dir: Path, *, console: Console | None = None
         finally:
             backend.close()
     console.print(f"sweep {safe(matrix.name)}: {summary.finished} finished, {summary.failed} "
-                  f"failed, {summary.skipped} skipped, {summary.retried} retried; "
-                  f"`a2rl sweep status {safe(sweep_dir)}`")
+                  f"failed, {summary.skipped} skipped, {summary.retried} retried"
+                  + (f", {summary.unready} not started (unready here)" if summary.unready else "")
+                  + f"; `a2rl sweep status {safe(sweep_dir)}`")
     return summary
+
+
+def _done(state: CellState, retry_failed: bool) -> bool:
+    """Whether a rerun leaves the cell alone: finished, or failed without --retry-failed."""
+    return state.status == "finished" or (state.status == "failed" and not retry_failed)
 
 
 def _mkdir(path: Path) -> Path:

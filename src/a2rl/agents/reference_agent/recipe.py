@@ -22,7 +22,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+RECIPES = ("sft", "rft", "grpo", "rollout-rft")
+"""The pipeline's recipes (`--recipe`, the agent's `--agent-opt recipe=`)."""
+FLAGS: dict[str, type[str] | type[int] | type[float]] = {
+    "recipe": str, "steps": int, "lr": float, "grpo_lr": float, "num_generations": int,
+    "batch_size": int, "max_train": int, "dev": int, "candidates": int, "max_submit": int,
+    "samples": int, "temperature": float, "gen_items": int, "gen_fraction": float,
+    "gen_rate": float, "max_new_tokens": int, "margin": float, "startup": float, "rounds": int,
+    "episodes": int, "min_reward": float, "variant": str}
+"""The pipeline's command-line flags (`--batch-size` is `batch_size` here) and the type each
+value parses as: the reference agent's `--agent-opt` keys."""
+
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_HEDGE = re.compile(r"\b(?:or|not|never|either|maybe|perhaps|possibly|probably|could|might|"
+                    r"than|instead|but|unless|nor|isn't|wasn't)\b", re.IGNORECASE)
 # The completion's answer line ends in "= <number>" (optionally a period): a shown computation
 # whose result alone can be corrected without touching the model's wording.
 _EQUALS_RESULT = re.compile(r"^(?P<head>.*=\s*)(?P<num>-?\d+(?:\.\d+)?)\s*\.?\s*$")
@@ -31,7 +44,7 @@ _EQUALS_RESULT = re.compile(r"^(?P<head>.*=\s*)(?P<num>-?\d+(?:\.\d+)?)\s*\.?\s*
 def extract_answer(completion: str) -> str:
     """The answer the `arith` evaluator reads (its description.md, "Answer extraction"):
     inside <answer>…</answer> if present, else the first line, trailing period dropped; when
-    that is not a plain number, the last number in it."""
+    that is not a plain number, the last number in it, unless the line hedges or rejects."""
     text = completion.strip()
     if "<answer>" in text and "</answer>" in text.split("<answer>", 1)[1]:
         text = text.split("<answer>", 1)[1].split("</answer>", 1)[0]
@@ -42,6 +55,8 @@ def extract_answer(completion: str) -> str:
     if _NUMBER.fullmatch(text):
         return text
     numbers = _NUMBER.findall(text)
+    if len(numbers) > 1 and _HEDGE.search(text):
+        return text  # a hedge or a rejection ("either 19 or 20") is no answer
     return numbers[-1] if numbers else text
 
 
