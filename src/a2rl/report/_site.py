@@ -16,6 +16,7 @@ runs only the report's own script files and loads nothing from outside it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2rl._errors import A2RLError
+from a2rl.report._cache import Entry, RunCache, fingerprint, light, site_key
 from a2rl.report._html import (
     CSP,
     Page,
@@ -34,6 +36,10 @@ from a2rl.report._html import (
     _markdown,
     _read_record,
     _table,
+    clock,
+    data_table,
+    figure_json,
+    git_objects,
 )
 from a2rl.results import (
     Cell,
@@ -44,14 +50,17 @@ from a2rl.results import (
     baselines,
     change_rates,
     convergence,
+    find_run_dirs,
     heldout_group,
-    load_runs,
+    load_one,
     marks,
     methods_attempted_adopted,
     phase_distribution,
     relpath,
     run_row,
     submission_rows,
+    summarize,
+    sweep_labels,
     workspace_stats,
     write_table,
 )
@@ -76,6 +85,8 @@ RECORD_FILES = (("run.json", "run record"), ("analysis.json", "analysis"),
 IMPORT_MANIFEST = "import_manifest.json"
 """Written by `a2rl.importers` into an imported run: its `files` are the files the import wrote."""
 ASSETS = ("report.css", "report.js")
+TRAJECTORY_RUNS_PER_PAGE = 25
+"""Runs per page of the trajectories overview (two charts each); more runs, more pages."""
 
 
 def _marks_html(row: dict[str, Any]) -> Any:
@@ -104,30 +115,124 @@ def _cell_html(s: Summary, delta: Summary | None = None, cell: Cell | None = Non
     return Markup(text)
 
 
-def _safe_name(run_id: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:120] or "run"
-    name, k = base, 2
-    while name in taken:
-        name, k = f"{base}-{k}", k + 1
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def _safe_name(run_id: str, run_dir: Path, taken: set[str]) -> str:
+    """The run page's file name, from the run's id alone, so that a build adding runs names the
+    others' pages as before: the id when it is a plain file name, else the id with odd
+    characters replaced and a hash of it; a second run with the same id adds a hash of its
+    folder."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:120]
+    if base != run_id or not base or base.startswith("."):
+        base = f"{base.lstrip('.')[:100] or 'run'}-{_short_hash(run_id)}"
+    name = base if base not in taken else f"{base}-{_short_hash(str(run_dir))}"
     taken.add(name)
     return name
 
 
+def _cost(row: dict[str, Any], record: Any) -> dict[str, Any]:
+    """The run's recorded spend (`RunRecord.cost`) as row columns: `usd` (the agent's LLM
+    dollars) and `gpu_hours` (agent and evaluation GPU time); None where not recorded."""
+    cost = getattr(record, "cost", None)
+    usd = getattr(cost, "usd", None)
+    return {**row, "usd": None if usd is None else float(usd),
+            "gpu_hours": None if cost is None else float(cost.gpu_hours)}
+
+
+def _per(gain: Sequence[float | None], spend: Sequence[float | None]) -> tuple[float | None, int]:
+    """Summed gain over summed spend across the runs that have both (and the number of them);
+    None when they spent nothing or none has both."""
+    pairs = [(g, c) for g, c in zip(gain, spend, strict=True) if g is not None and c is not None]
+    total = sum(c for _, c in pairs)
+    return (sum(g for g, _ in pairs) / total if total > 0 else None), len(pairs)
+
+
+def _per_text(value: float | None, n: int, unit: str) -> str:
+    if value is None:
+        return "—"
+    number = f"{value:+,.0f}" if abs(value) >= 1000 else f"{value:+.3g}"
+    return f"{number} Δ/{unit} (n={n})"
+
+
+COST_COLUMNS = {"$ / run": "usd", "GPU-h / run": "gpu_hours", "Δ per $": "gain_per_usd",
+                "Δ per GPU-h": "gain_per_gpu_hour"}
+"""The leaderboard's cost columns beside each stack (header: column of `_cost_of`)."""
+
+
+def _cost_of(rows: Sequence[dict[str, Any]], interval: bool = True) -> dict[str, str]:
+    """What the runs `rows` cost and what their gain cost: dollars and GPU-hours per run
+    (mean [95% CI] (n); the mean and n alone without `interval`), and summed Δ per summed
+    dollar and per summed GPU-hour."""
+    gain = [r.get("result_improvement") for r in rows]
+    out: dict[str, str] = {}
+    for key, unit in (("usd", "$"), ("gpu_hours", "GPU-h")):
+        spend = [r.get(key) for r in rows]
+        known = [v for v in spend if v is not None]
+        if interval:
+            s = summarize(spend)
+            out[key] = "—" if s.mean is None else s.text(2)
+        else:
+            out[key] = f"{sum(known) / len(known):.2f} (n={len(known)})" if known else "—"
+        out[f"gain_per_{'usd' if key == 'usd' else 'gpu_hour'}"] = _per_text(*_per(gain, spend),
+                                                                            unit)
+    return out
+
+
 class Site:
-    def __init__(self, runs: list[LoadedRun], out: Path, policy: Policy,
-                 bad: list[tuple[Path, str]]) -> None:
-        self.runs, self.out, self.policy, self.bad = runs, out, policy, bad
-        self.rows = [run_row(r) for r in runs]
-        self.shown = [(r, row) for r, row in zip(runs, self.rows, strict=True)
-                      if policy.shown(row)]
-        self.dropped = [row for row in self.rows if not policy.shown(row)]
-        self.subs = [s for r, _ in self.shown for s in submission_rows(r)]
-        self.cells = aggregate([row for _, row in self.shown], policy)
-        taken: set[str] = set()
-        self.page_of = {row["run_id"]: f"runs/{_safe_name(row['run_id'], taken)}.html"
-                        for _, row in self.shown}
+    """The site being built. Runs come in one at a time (`add_fresh` renders a changed run's
+    page while its records are in memory, `add_cached` takes an unchanged run from the cache);
+    `build` then writes the overview pages and tables from what every run left behind."""
+
+    def __init__(self, out: Path, policy: Policy, bad: list[tuple[Path, str]]) -> None:
+        self.out, self.policy, self.bad = out, policy, bad
+        self.entries: list[Entry] = []
+        self.subs: list[dict[str, Any]] = []
+        self.page_of: dict[str, str] = {}
+        self.taken: set[str] = set()
         self.pages: list[Page] = []
+        self.written: list[Path] = []
         self.tables: list[str] = []
+        self._env: Any = None
+
+    def add_cached(self, entry: Entry) -> None:
+        if entry.page:
+            self.taken.add(Path(entry.page).stem)
+            self.page_of.setdefault(entry.row["run_id"], entry.page)
+        self.entries.append(entry)
+
+    def add_fresh(self, run: LoadedRun, fingerprint: str) -> Entry:
+        """Read `run` (all of its records) into an entry, and write its page when shown."""
+        from a2rl.report import _figures as F
+
+        row = _cost(run_row(run), run.record)
+        subs = submission_rows(run)
+        entry = Entry(fingerprint, light(run), row, subs)
+        if self.policy.shown(row):
+            entry.page = f"runs/{_safe_name(row['run_id'], run.path, self.taken)}.html"
+            self.page_of[row["run_id"]] = entry.page
+            self.subs.extend(subs)
+            with git_objects(run.path / "code-history.git"):
+                self.run_page(run, row)
+            self.written.append(self.render(self.pages.pop()))
+            entry.figures = {
+                "trajectory": figure_json(F.trajectory(subs, row["baseline"],
+                                                       f"{row['run_id']}: scores",
+                                                       _h(row["budget_s"]))),
+                "lineage": figure_json(F.lineage(run.analysis.experiments if run.analysis
+                                                 else [], f"{row['run_id']}: checkpoint lineage"))}
+        self.entries.append(entry)
+        return entry
+
+    def _collect(self) -> None:
+        """Every run's row in the tables' order (creation time, then id)."""
+        self.entries.sort(key=lambda e: (e.row["created_at"], e.row["run_id"]))
+        self.rows = [e.row for e in self.entries]
+        self.shown = [(e.run, e.row) for e in self.entries if e.page]
+        self.dropped = [e.row for e in self.entries if not e.page]
+        self.subs = [s for e in self.entries if e.page for s in e.subs]
+        self.cells = aggregate([row for _, row in self.shown], self.policy)
         self._heldout_columns()
 
     def _heldout_columns(self) -> None:
@@ -190,17 +295,25 @@ class Site:
                       f'{escape(row["run_id"])}</a>')
 
     # ---- pages -----------------------------------------------------------------------------
-    def build(self) -> list[Path]:
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "assets").mkdir(exist_ok=True)
-        from plotly.offline import get_plotlyjs
-
-        (self.out / "assets" / "plotly.min.js").write_text(get_plotlyjs())
+    def assets(self) -> None:
+        """plotly.js and the site's own assets; report.js opens with the charts' template."""
+        (self.out / "assets").mkdir(parents=True, exist_ok=True)
         from importlib.resources import files
 
+        from plotly.offline import get_plotlyjs
+
+        from a2rl.report._figures import template_json
+
+        (self.out / "assets" / "plotly.min.js").write_text(get_plotlyjs())
         for name in ASSETS:
-            (self.out / "assets" / name).write_bytes(
-                files("a2rl.report").joinpath("assets", name).read_bytes())
+            data = files("a2rl.report").joinpath("assets", name).read_bytes()
+            if name == "report.js":
+                data = f"window.A2RL_PLOTLY_TEMPLATE = {template_json()};\n".encode() + data
+            (self.out / "assets" / name).write_bytes(data)
+
+    def build(self) -> list[Path]:
+        """The overview pages and tables, from the runs added; returns every page of the site."""
+        self._collect()
         self.save_table("runs", self.rows)
         self.save_table("submissions", self.subs)
         self.save_table("cells", [c.row() for c in self.cells])
@@ -211,17 +324,17 @@ class Site:
         self.trajectories()
         self.strategy()
         self.scaffold()
-        for r, row in self.shown:
-            self.run_page(r, row)
         self.tables_index()
-        return [self.render(p) for p in self.pages]
+        overview = [self.render(p) for p in self.pages]
+        return overview + sorted({self.out / e.page for e in self.entries if e.page})
 
     def render(self, page: Page) -> Path:
         jinja2, markupsafe, _ = _deps()
-        env = jinja2.Environment(loader=jinja2.PackageLoader("a2rl.report", "templates"),
-                                 autoescape=True)
+        if self._env is None:
+            self._env = jinja2.Environment(
+                loader=jinja2.PackageLoader("a2rl.report", "templates"), autoescape=True)
         depth = page.path.count("/")
-        html = env.get_template("base.html").render(
+        html = self._env.get_template("base.html").render(
             title=page.title, root="../" * depth, nav=NAV, here=page.path, csp=CSP,
             policy=self.policy.describe(), body=markupsafe.Markup("\n".join(page.parts)),
             charts=page.charts)
@@ -244,25 +357,28 @@ class Site:
                "shown but not counted.</p>")
         p.text("h2", "Runs")
         p.html(self.table_links("runs", "submissions", "cells"))
-        p.html(_table(["run", "task", "level", "stack", "mode", "model", "status", "baseline",
-                       "best", "Δ", "subs", "duration h", "route", "imported", "marks"],
-                      [[self.run_link(row), row["task"], row["level"], row["stack"], row["mode"],
-                        row["model"], row["status"], row["baseline"], row["best"],
-                        row["improvement"], row["submissions"],
-                        None if row["duration_s"] is None else row["duration_s"] / 3600,
-                        row["route"], row["imported"], _marks_html(row)] for row in shown],
-                      ["" if self.policy.counted(row) else "excluded" for row in shown]))
+        p.html(data_table("runs-table", [
+            "run", "task", "level", "stack", "mode", "model", "status", "baseline", "best", "Δ",
+            "subs", "duration h", "$", "GPU-h", "route", "imported", "marks"],
+            [[self.run_link(row), row["task"], row["level"], row["stack"], row["mode"],
+              row["model"], row["status"], row["baseline"], row["best"], row["improvement"],
+              row["submissions"], None if row["duration_s"] is None else row["duration_s"] / 3600,
+              row["usd"], row["gpu_hours"], row["route"], row["imported"], _marks_html(row)]
+             for row in shown],
+            ["" if self.policy.counted(row) else "excluded" for row in shown]))
         if self.dropped:
             p.text("h2", "Dropped by the policy")
-            p.html(_table(["run", "task", "stack", "marks"],
-                          [[r["run_id"], r["task"], r["stack"], _marks_html(r)] for r in self.dropped]))
+            p.html(data_table("dropped-table", ["run", "task", "stack", "marks"],
+                              [[r["run_id"], r["task"], r["stack"], _marks_html(r)]
+                               for r in self.dropped]))
         if self.bad:
             p.text("h2", "Unreadable run directories")
-            p.html(_table(["folder", "problem"], [[str(path), why] for path, why in self.bad]))
+            p.html(data_table("bad-table", ["folder", "problem"],
+                              [[str(path), why] for path, why in self.bad]))
         problems = [(r.record.run_id, msg) for r, _ in self.shown for msg in r.problems]
         if problems:
             p.text("h2", "Incomplete records")
-            p.html(_table(["run", "problem"], problems))
+            p.html(data_table("problems-table", ["run", "problem"], problems))
         self.pages.append(p)
 
     def _levels(self, tasks: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -281,24 +397,32 @@ class Site:
         p.html('<p class="note">Rows: agent stacks (scaffold · driver); columns: tasks grouped '
                "by level; each cell: the run's result (its best submission, or the hidden final "
                "score of a --final hidden run), mean [95% CI] over the counted runs, and Δ vs the "
-               "baseline below it. The baseline row is the base model's score.</p>")
-        p.html(self.table_links("leaderboard"))
+               "baseline below it. The baseline row is the base model's score. Beside each "
+               "stack, what its counted runs cost: dollars (the agent's LLM spend) and GPU-hours "
+               "(agent and evaluations) per run, mean [95% CI] (n = runs that recorded it), and "
+               "the gain they bought: their summed Δ over their summed dollars or GPU-hours "
+               "(runs that recorded both; — where none did or nothing was spent).</p>")
+        p.html(self.table_links("leaderboard", "leaderboard_cost"))
         self.heldout_note(p)
         base = {(self.column.get((t, g), t), model): s for (t, model, g), s in
                 baselines([row for _, row in self.shown], self.policy).items()}
         flat: list[dict[str, Any]] = []
+        costs: list[dict[str, Any]] = []
         for model, mode in sorted({(c.key["model"], c.key["mode"]) for c in self.cells}):
             cells = [c for c in self.cells if c.key["model"] == model and c.key["mode"] == mode]
             groups = self._levels(sorted({self.col(c) for c in cells}))
             tasks = [t for _, ts in groups for t in ts]
             header = "<tr><th></th>" + "".join(
-                f'<th colspan="{len(ts)}">{escape(lv)}</th>' for lv, ts in groups) + "</tr>"
+                f'<th colspan="{len(ts)}">{escape(lv)}</th>' for lv, ts in groups) + \
+                f'<th colspan="{len(COST_COLUMNS)}">cost</th></tr>'
             by = {(c.key["stack"], self.col(c)): c for c in cells}
             rows: list[list[Any]] = [[Markup("<b>baseline</b>")] + [
                 _cell_html(base.get((t, model), Summary(0, None, None, None, None)))
-                for t in tasks]]
+                for t in tasks] + [""] * len(COST_COLUMNS)]
             classes = ["baseline"]
             for stack in sorted({c.key["stack"] for c in cells}):
+                cost = _cost_of([r for c in cells if c.key["stack"] == stack for r in c.counted])
+                costs.append({"model": model, "mode": mode, "stack": stack, **cost})
                 row: list[Any] = [stack]
                 for t in tasks:
                     c = by.get((stack, t))
@@ -312,12 +436,14 @@ class Site:
                                          signed=True),
                                      "baseline": base[(t, model)].text() if (t, model) in base
                                      else "", "runs": len(c.runs), "counted": len(c.counted),
-                                     "marks": c.mark_text()})
-                rows.append(row)
+                                     "marks": c.mark_text(),
+                                     **_cost_of(c.counted, interval=False)})
+                rows.append(row + [cost[k] for k in COST_COLUMNS.values()])
                 classes.append("")
             p.text("h2", f"model {model} · mode {mode}")
-            p.html(_table(["agent stack", *tasks], rows, classes, header))
+            p.html(_table(["agent stack", *tasks, *COST_COLUMNS], rows, classes, header))
         self.save_table("leaderboard", flat)
+        self.save_table("leaderboard_cost", costs)
         p.text("h2", "Process metrics per cell")
         p.html('<p class="note">Mean [95% CI] (n) over the counted runs; times in hours into the '
                "budget.</p>")
@@ -342,8 +468,7 @@ class Site:
                "worst cells.</p>")
         p.html(self.table_links("modes"))
         rows = [row for _, row in self.shown]
-        by_stack = aggregate(rows, self.policy, keys=("model", "stack", "mode", "task"),
-                             metrics=("result_improvement", "result"))
+        by_stack = self.cells  # the leaderboard's cells: the same figures on both pages
         flat = [{"model": c.key["model"], "stack": c.key["stack"], "mode": c.key["mode"],
                  "task": self.col(c), "heldout": c.heldout,
                  "improvement": c.stats["result_improvement"].text(signed=True),
@@ -378,13 +503,21 @@ class Site:
         p.html('<p class="note">Best score so far of every shown run against elapsed budget, '
                "against tokens of every model the agent's CLI called (runs whose launcher recorded "
                "usage; side calls and subagents included), and "
-               "against the number of submissions.</p>")
+               "against the number of submissions. One section per task, held-out set and base "
+               "model, as the leaderboard keeps them apart: scores on different held-out sets "
+               "or from different base models are never drawn as one.</p>")
         p.html(self.table_links("submissions"))
-        for task in sorted({s["task"] for s in self.subs}):
-            subs = [s for s in self.subs if s["task"] == task]
-            budgets = [row["budget_s"] for _, row in self.shown
-                       if row["task"] == task and row["budget_s"]]
-            p.text("h2", f"task {task}")
+        self.heldout_note(p)
+        row_of = {row["run_id"]: row for _, row in self.shown}
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for s in self.subs:
+            row = row_of[s["run_id"]]
+            key = (self.column.get((row["task"], heldout_group(row)), row["task"]), row["model"])
+            groups.setdefault(key, []).append(s)
+        for (task, model), subs in sorted(groups.items()):
+            ids = {s["run_id"] for s in subs}
+            budgets = [row_of[i]["budget_s"] for i in ids if row_of[i]["budget_s"]]
+            p.text("h2", f"task {task} · model {model}")
             p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours",
                               _h(max(budgets)) if budgets else None))
             p.chart(F.scaling(subs, "tokens", "tokens, all models (input + output)",
@@ -393,26 +526,36 @@ class Site:
         self.pages.append(p)
 
     def trajectories(self) -> None:
-        from a2rl.report import _figures as F
+        """Each shown run's score trajectory and checkpoint lineage (charts the run's entry
+        keeps), TRAJECTORY_RUNS_PER_PAGE runs a page."""
+        from markupsafe import escape
 
-        p = Page("trajectories.html", "Method-switch trajectories and checkpoint lineage")
-        p.html('<p class="note">Per run: each submission\'s score (colour = route of the code behind '
-               "it, × = invalid, drawn at the baseline) and the best so far; dotted lines mark route "
-               "changes, green ✓ when the change raised the best score, red ✗ when not. Below it, "
-               "the checkpoint lineage: which checkpoint each training experiment started from; "
-               "red nodes are reverts to an older checkpoint or the base model.</p>")
-        for r, row in self.shown:
-            subs = [s for s in self.subs if s["run_id"] == row["run_id"]]
-            p.html(f"<h2>{self.run_link(row)}</h2>")
-            p.text("p", f"{row['stack']} · {row['task']} · {row['mode']} · {row['model']}")
-            p.html(str(_marks_html(row)))
-            p.chart(F.trajectory(subs, row["baseline"], f"{row['run_id']}: scores",
-                                 _h(row["budget_s"])),
-                    "no submissions")
-            p.chart(F.lineage(r.analysis.experiments if r.analysis else [],
-                              f"{row['run_id']}: checkpoint lineage"),
-                    "no verified training experiment")
-        self.pages.append(p)
+        shown = [e for e in self.entries if e.page]
+        chunks = [shown[i:i + TRAJECTORY_RUNS_PER_PAGE]
+                  for i in range(0, len(shown), TRAJECTORY_RUNS_PER_PAGE)] or [[]]
+        names = ["trajectories.html"] + [f"trajectories-{k}.html" for k in range(2, len(chunks) + 1)]
+        pager = "" if len(chunks) == 1 else '<p class="pager">runs ' + "".join(
+            f'<a href="{escape(name)}">{k * TRAJECTORY_RUNS_PER_PAGE + 1}–'
+            f"{k * TRAJECTORY_RUNS_PER_PAGE + len(chunk)}</a>"
+            for k, (name, chunk) in enumerate(zip(names, chunks, strict=True))) + "</p>"
+        for name, chunk in zip(names, chunks, strict=True):
+            p = Page(name, "Method-switch trajectories and checkpoint lineage")
+            p.html('<p class="note">Per run: each submission\'s score (colour = route of the code '
+                   "behind it, × = invalid, drawn at the baseline) and the best so far; dotted lines "
+                   "mark route changes, green ✓ when the change raised the best score, red ✗ when "
+                   "not. Below it, the checkpoint lineage: which checkpoint each training "
+                   "experiment started from; red nodes are reverts to an older checkpoint or the "
+                   "base model.</p>")
+            p.html(pager.replace(f'<a href="{name}">', f'<a class="here" href="{name}">'))
+            for e in chunk:
+                row = e.row
+                p.html(f"<h2>{self.run_link(row)}</h2>")
+                p.text("p", f"{row['stack']} · {row['task']} · {row['mode']} · {row['model']}")
+                p.html(str(_marks_html(row)))
+                p.chart_json(e.figures.get("trajectory"), "no submissions")
+                p.chart_json(e.figures.get("lineage"), "no verified training experiment")
+            p.html(pager)
+            self.pages.append(p)
 
     def strategy(self) -> None:
         from a2rl.report import _figures as F
@@ -497,13 +640,14 @@ class Site:
         traj = _trajectory.build(self, r, row, here)
         p.html(f'<p><a href="{escape(traj.href)}">Trajectory</a>: every turn, command, phase, '
                "submission and code change of the run on one timeline</p>")
+        p.html(_trajectory.evaluations_list(traj))
         p.html(_table(["baseline", "best", "Δ", "final (hidden)", "submissions", "valid rate",
-                       "first improvement h", "best at h", "duration h", "route",
+                       "first improvement", "best at", "duration", "route",
                        "tokens (all models)", "tokens (main model)"],
                       [[row["baseline"], row["best"], row["improvement"], row["final"],
                         row["submissions"], row["valid_rate"],
-                        _h(row["time_to_first_improvement_s"]), _h(row["time_to_best_s"]),
-                        _h(row["duration_s"]), row["route"], _int(row["tokens"]),
+                        clock(row["time_to_first_improvement_s"]), clock(row["time_to_best_s"]),
+                        clock(row["duration_s"]), row["route"], _int(row["tokens"]),
                         _int(row.get("tokens_main_model"))]]))
         base_rec, best_rec = r.record.baseline, r.record.best
         if (base_rec and base_rec.unseen_score is not None) or \
@@ -528,9 +672,9 @@ class Site:
         p.text("h2", "Phases")
         p.html(_trajectory.phases_table(traj))
         p.text("h2", "Submissions")
-        p.html(_table(["id", "elapsed h", "status", "score", "CI", "Δ", "best so far", "route",
+        p.html(_table(["id", "elapsed", "status", "score", "CI", "Δ", "best so far", "route",
                        "failure type"],
-                      [[s["submission_id"], s["elapsed_h"], s["status"], s["score"],
+                      [[s["submission_id"], clock(s["elapsed_s"]), s["status"], s["score"],
                         "—" if s["ci_low"] is None else f"[{s['ci_low']:.2f}, {s['ci_high']:.2f}]",
                         s["improvement"], s["best_so_far"],
                         Markup(f'<a href="{escape(traj.anchor(s["elapsed_s"]))}">'
@@ -554,7 +698,7 @@ class Site:
         snaps = self.export_snapshots(r, here)
         if snaps:
             p.text("h2", "Code snapshots")
-            p.html(_table(["tag", "elapsed h", "files", "changed"], snaps))
+            p.html(_table(["tag", "elapsed", "files", "changed"], snaps))
         summary = _read_record(r.path, "summary.md", MAX_RECORD_BYTES) \
             if "summary.md" in self.publishable(r) else None
         if summary is not None:
@@ -635,7 +779,7 @@ class Site:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(blob)
                 links.append(f'<a href="{escape(relpath(target, here))}">{escape(name)}</a>')
-            rows.append([snap.tag, _h(snap.elapsed_s), Markup("<br>".join(links) or "—"),
+            rows.append([snap.tag, clock(snap.elapsed_s), Markup("<br>".join(links) or "—"),
                          ", ".join(snap.changed[:20])])
         return rows
 
@@ -686,20 +830,68 @@ def _extension_sections(r: LoadedRun) -> list[ReportSection]:
 
 
 def build_report(paths: Sequence[Path], out: Path, policy: Policy | None = None) -> list[Path]:
-    """Read the runs under `paths` and write the site into `out`; returns the pages written."""
+    """Read the runs under `paths` and write the site into `out`; returns the pages written.
+
+    Runs are read one at a time and only their entry kept (see `_cache`), so memory does not
+    grow with their transcripts. A run whose records are unchanged since the last build into
+    `out` is taken from the cache with its page; the overview pages and tables are always
+    written anew. A run folder that cannot be read is listed on the overview page."""
     _deps()
-    runs, bad = load_runs(paths)
-    if not runs:
-        raise A2RLError(f"no readable run under {', '.join(str(p) for p in paths)}"
-                        + (f" ({len(bad)} unreadable)" if bad else ""),
-                        "pass runs folders (./runs), run directories or a sweep's output folder")
+    policy = policy or Policy()
     out = out.absolute()
     if (out / "run.json").exists():
         raise A2RLError(f"{out} is a run directory", "write the report to a new folder")
-    pages = Site(runs, out, policy or Policy(), bad).build()
+    run_dirs = find_run_dirs(paths)
+    cache = RunCache(out, site_key(policy.describe() + f"|{policy.audit}|{policy.unsandboxed}"))
+    labels: dict[Path, dict[str, dict[str, str]]] = {}
+    found: list[tuple[Path, str, Entry | None]] = []
+    for run_dir in run_dirs:
+        fp = fingerprint(run_dir, sweep_labels(run_dir, labels))
+        found.append((run_dir, fp, cache.get(run_dir, fp)))
+    bad: list[tuple[Path, str]] = []
+    site = Site(out, policy, bad)
+    out.mkdir(parents=True, exist_ok=True)
+    site.assets()
+    for run_dir, _, entry in found:
+        if entry is not None:
+            site.add_cached(entry)
+            cache.keep(run_dir)
+    for run_dir, fp, entry in found:
+        if entry is not None:
+            continue
+        try:
+            run = load_one(run_dir, labels)
+        except A2RLError as exc:
+            bad.append((run_dir, exc.message))
+            continue
+        except Exception as exc:  # noqa: BLE001 - any unreadable record is reported, not raised
+            bad.append((run_dir, f"{type(exc).__name__}: {exc}"))
+            continue
+        cache.put(run_dir, site.add_fresh(run, fp))
+    if not site.entries:
+        raise A2RLError(f"no readable run under {', '.join(str(p) for p in paths)}"
+                        + (f" ({len(bad)} unreadable)" if bad else ""),
+                        "pass runs folders (./runs), run directories or a sweep's output folder")
+    kept = {e.page for e in site.entries if e.page}
+    _remove_stale(out, [p for p in cache.drop_stale() if p not in kept])
+    pages = site.build()
     (out / "report.json").write_text(json.dumps(
-        {"runs": len(runs), "unreadable": [str(p) for p, _ in bad],
+        {"runs": len(site.entries), "unreadable": [str(p) for p, _ in bad],
+         "rebuilt": len(site.written),
          "pages": [str(p.relative_to(out)) for p in pages],
-         "policy": {"audit": (policy or Policy()).audit,
-                    "unsandboxed": (policy or Policy()).unsandboxed}}, indent=1))
+         "policy": {"audit": policy.audit, "unsandboxed": policy.unsandboxed}}, indent=1))
     return pages
+
+
+def _remove_stale(out: Path, pages: Sequence[str]) -> None:
+    """Delete run pages (and their folders) of an earlier build whose run is gone: only files
+    named as run pages are, directly under the site's runs/."""
+    runs = (out / "runs").resolve()
+    for page in pages:
+        target = (out / page).resolve()
+        if target.parent != runs or target.suffix != ".html" or target.stem in ("", ".", ".."):
+            continue
+        target.unlink(missing_ok=True)
+        folder = runs / target.stem
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
