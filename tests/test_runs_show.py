@@ -43,7 +43,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rec = load_run(running)
     write_json(running / "run.json", rec.model_copy(update={
         "run_id": running.name, "status": "running", "ended_at": None, "best": None,
-        "improvement": None}))
+        "improvement": None, "submissions": [], "timings": rec.timings.model_copy(
+            update={"agent_s": 0.0}), "cost": None}))
     (running / "analysis.json").unlink()
     # a multi run: one id, a run per task, runs/multi/<id>/multi.json
     for task in ("arith", "gsm8k"):
@@ -79,3 +80,35 @@ def test_runs_list_through_a_pipe_prints_whole_numbers(runs: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "…" not in out.stdout, out.stdout
     assert "20260301-235959-multi" in out.stdout
+
+
+def test_runs_show_and_list_of_a_running_run_read_its_ledger(runs: Path) -> None:
+    """run.json of a running run holds no submission yet; show and list take them, the best
+    and the agent's time so far from the ledger and the start."""
+    from a2rl.records import current_submissions
+
+    running = runs / "arith" / "20260301-230000-running"
+    subs = current_submissions(running / "ledger.jsonl")
+    best = max((s for s in subs if s.valid and s.score is not None), key=lambda s: s.score or 0)
+    shown = _a2rl("runs", "show", str(running)).stdout
+    assert "no valid submission" not in shown and f"{best.score:.2f} ({best.id})" in shown, shown
+    assert all(s.id in shown for s in subs) and "so far" in shown and "agent ran 0 s" not in shown
+    row = next(r for r in _a2rl("runs", "list", "--runs-dir", str(runs)).stdout.splitlines()
+               if running.name in r)
+    assert f"{best.score:.2f}" in row and f" {len(subs)} " in row, row
+
+
+def test_runs_show_prints_the_cost(runs: Path, tmp_path: Path) -> None:
+    from a2rl.records import RunCost
+
+    own = sorted((runs / "arith").iterdir())[0]
+    priced = tmp_path / "priced"
+    shutil.copytree(own, priced)
+    write_json(priced / "run.json", load_run(own).model_copy(update={"cost": RunCost(
+        input_tokens=12000, output_tokens=3400, usd=1.25, usd_source="[red]cli\x1b[2J",
+        gpus=1, agent_gpu_hours=0.5, eval_gpu_hours=0.25)}))
+    out = _a2rl("runs", "show", str(priced))
+    assert out.returncode == 0, out.stderr
+    line = next(r for r in out.stdout.splitlines() if r.startswith("cost"))
+    assert "12,000 input + 3,400 output tokens" in line and "$1.25" in line
+    assert "0.75 GPU-hours" in line and "[red]cli" in line and "\x1b" not in out.stdout

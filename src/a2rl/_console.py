@@ -9,6 +9,8 @@ the operator's console.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 
 from rich.console import Console
@@ -25,13 +27,28 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 _LOG_WIDTH = 100_000
 
 
+class RunConsole(Console):
+    """A console whose reader may go away: once its output is a closed pipe (`a2rl run … |
+    head -1`), what it prints is dropped and the program goes on. Rich's own reaction ends the
+    process (SystemExit), which would leave a run half-closed."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        # later writes to the same descriptor, by this console or by plain prints, and Python's
+        # flush of stdout at exit, go nowhere instead of raising again
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+            os.close(devnull)
+
+
 def make_console(**kwargs: object) -> Console:
     """A console at the terminal's width, or at an unlimited width when stdout is not a terminal
     (a pipe, a log file: an inherited COLUMNS describes some other terminal), so
-    `a2rl runs list | cat` prints every number whole."""
-    console = Console(**kwargs)  # type: ignore[arg-type]
+    `a2rl runs list | cat` prints every number whole. Output to a closed pipe is dropped."""
+    console = RunConsole(**kwargs)  # type: ignore[arg-type]
     if not console.is_terminal:
-        console = Console(width=_LOG_WIDTH, **kwargs)  # type: ignore[arg-type]
+        console = RunConsole(width=_LOG_WIDTH, **kwargs)  # type: ignore[arg-type]
     return console
 
 
@@ -40,6 +57,14 @@ def plain_text(text: str) -> str:
     overrides, which reorder what the operator sees, are removed)."""
     text = _ANSI.sub("", text)
     return _CONTROL.sub(lambda m: " " if m.group() in "\n\r\u2028\u2029" else "", text)
+
+
+def clock(seconds: float | None) -> str:
+    """A duration or an elapsed time as h:mm:ss (hours not capped at 24); "—" when unknown."""
+    if seconds is None:
+        return "—"
+    s = max(0, round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def safe(value: object) -> str:

@@ -27,7 +27,49 @@ def _agent_label(agent: str, width: int) -> str:
     return one_line if len(one_line) <= width else one_line[:width - 1] + "…"
 
 
+def live_record(record: RunRecord, run_dir: Path) -> RunRecord:
+    """The record as it stands now. run.json is rewritten only at the run's stages, so while a
+    run is open (no `ended_at`) its submissions, best and improvement are read from the
+    grader's append-only ledger, and the agent's time so far from when it started."""
+    if record.ended_at is not None:
+        return record
+    from a2rl._util import utcnow
+    from a2rl.records import best_submission, current_submissions
+
+    update: dict[str, object] = {}
+    ledger = run_dir / "ledger.jsonl"
+    if ledger.is_file():
+        subs = current_submissions(ledger)
+        best = best_submission(subs)
+        base = record.baseline.score if record.baseline else None
+        update.update(submissions=subs, best=best, improvement=None if best is None or base is None
+                      or base != base else round(best.score - base, 4))
+    if record.agent_started_at is not None and not record.timings.agent_s:
+        ran = max(0.0, (utcnow() - record.agent_started_at).total_seconds())
+        update["timings"] = record.timings.model_copy(update={"agent_s": ran})
+    return record.model_copy(update=update) if update else record
+
+
+def _cost_line(record: RunRecord) -> str | None:
+    """What the run spent, in words: tokens, dollars (and where the figure comes from),
+    GPU-hours; None when nothing was recorded."""
+    cost = record.cost
+    if cost is None:
+        return None
+    parts = []
+    if cost.input_tokens is not None or cost.output_tokens is not None:
+        parts.append(f"{cost.input_tokens or 0:,} input + {cost.output_tokens or 0:,} output tokens")
+    if cost.usd is not None:
+        parts.append(f"${cost.usd:.2f}" + (f" ({safe(cost.usd_source)})" if cost.usd_source else ""))
+    if cost.gpus or cost.gpu_hours:
+        parts.append(f"{cost.gpu_hours:.2f} GPU-hours ({cost.gpus} GPU(s); agent "
+                     f"{cost.agent_gpu_hours:.2f}, evaluations {cost.eval_gpu_hours:.2f})")
+    return "; ".join(parts) or None
+
+
 def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -> None:
+    if run_dir is not None:
+        record = live_record(record, run_dir)
     head = Table.grid(padding=(0, 2))
     head.add_row("run", safe(record.run_id))
     head.add_row("status", f"{record.status}" + (f" ({record.exit_reason})"
@@ -54,7 +96,10 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
                              else "[bold red]NONE (unsandboxed)[/]") + ", " + network)
     if c.tasks:
         head.add_row("multi", safe(f"one agent on {', '.join(c.tasks)} (runs/multi/{record.run_id})"))
-    head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s")
+    running = " so far" if record.status == "running" and record.ended_at is None else ""
+    head.add_row("budget", f"{c.budget_s:.0f} s; agent ran {record.timings.agent_s:.0f} s{running}")
+    if (cost := _cost_line(record)) is not None:
+        head.add_row("cost", cost)
     b = record.baseline
     if b is not None and b.score is not None and b.score == b.score:  # NaN: imported, none
         ci = "" if b.ci_low is None or b.ci_high is None else \
@@ -163,7 +208,7 @@ def list_runs(runs_dir: Path, console: Console) -> None:
     found = sorted(runs_dir.glob("*/*/run.json")) if runs_dir.exists() else []
     for path in found:
         try:
-            r = load_run(path.parent)
+            r = live_record(load_run(path.parent), path.parent)
         except Exception as exc:  # a damaged run.json must not hide the others
             table.add_row(safe(f"{path.parent.parent.name}/{path.parent.name}"), "?",
                           f"[red]unreadable: {type(exc).__name__}[/]", "", "", "", "", "")

@@ -42,17 +42,60 @@ def runs_list(runs_dir: RunsDir = None,
     list_runs(_runs_dir(runs_dir), make_console())
 
 
+EveryOpt = Annotated[float, typer.Option("--every", min=0.1, help="Seconds between two reads "
+                                          "of the run's files.")]
+
+
 @runs_app.command("show")
 def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
-              runs_dir: RunsDir = None) -> None:
-    """Everything recorded about one run (a multi run: each of its tasks' runs)."""
+              runs_dir: RunsDir = None,
+              follow: Annotated[bool, typer.Option("--follow", "-f", help="Then print what "
+                                                   "happens until the run ends (`runs tail`).")
+                                ] = False,
+              every: EveryOpt = 1.0) -> None:
+    """Everything recorded about one run (a multi run: each of its tasks' runs); a running
+    run's submissions and best come from its ledger."""
     from a2rl._console import make_console
     from a2rl.cli._show import show_run
     from a2rl.runner import load_run
 
     console = make_console()
-    for path in _multi_members(run, runs_dir) or [_find_run(run, runs_dir)]:
+    paths = _multi_members(run, runs_dir) or [_find_run(run, runs_dir)]
+    for path in paths:
         show_run(load_run(path), console, path)
+    if follow:
+        _tail(paths, every)
+
+
+@runs_app.command("tail")
+def runs_tail(run: Annotated[str, typer.Argument(help="Run id, or path to a run directory.")],
+              runs_dir: RunsDir = None, every: EveryOpt = 1.0) -> None:
+    """Follow a run: its stage, the agent's turns and tool calls, the programs it starts, its
+    phase, and each submission's state and score, as they happen, until the run ends with its
+    result (a finished run: everything it recorded, then the result)."""
+    _tail(_multi_members(run, runs_dir) or [_find_run(run, runs_dir)], every)
+
+
+def _tail(paths: list[Path], every: float) -> None:
+    """Follow each run in turn (the task runs of a multi run share one agent and end together);
+    exit status 1 when a harness died without closing its run."""
+    from a2rl._console import make_console
+    from a2rl.cli._follow import follow
+    from a2rl.runner.prune import entry
+
+    console = make_console()
+    failed = False
+    for path in paths:
+        if len(paths) > 1:
+            console.print(f"── {path.parent.name}/{path.name} ──", markup=False)
+
+        def alive(path: Path = path) -> bool:
+            e = entry(path)
+            return e.record is None or e.record.ended_at is not None or e.live
+
+        failed |= follow(path, console, every_s=every, harness_alive=alive) != 0
+    if failed:
+        raise typer.Exit(1)
 
 
 def _multi_members(run: str, runs_dir: Path | None) -> list[Path]:

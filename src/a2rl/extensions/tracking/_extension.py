@@ -39,6 +39,7 @@ class TrackingExtension(RunExtension):
                                lambda text: part.console.print(safe(text), style="yellow"))
         if tracker is not None:
             self._trackers[part.run_dir] = tracker
+            part.console.print(f"logging to {safe(tracker.where)}", highlight=False, soft_wrap=True)
 
     def baseline_scored(self, part: TaskPart, baseline: BaselineRecord) -> None:
         if tracker := self._trackers.get(part.run_dir):

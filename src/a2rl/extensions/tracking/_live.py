@@ -1,14 +1,15 @@
 """Logging a run to Weights & Biases or MLflow while it goes.
 
-`check_tracking` runs before the run folder exists (the library is importable, W&B has a key
-or runs offline, an MLflow store is usable and writable), so a 12-hour run never fails at its end
-for a tracker. `LiveTracker` is fed by the runner: the baseline once it is scored, each
-submission as the grader finishes it (charted against its sequence number `seq`), each change
-of the agent's phase (`phase`, `phase_index` and the time per phase so far `phase_s.*`, charted
-against the agent's hours `elapsed_h`), and at the close the summary (baseline, best,
-improvement, hidden final, time per phase) with run.json and summary.md as artifacts.
-Scores come from the grader's records only; the phase is labelled as the run's analysis labels
-it (the exec trace or the agent's event log, read against the workspace's scripts). A tracker
+`check_tracking` runs before the run folder exists (the labels are acceptable, the library is
+importable, W&B has a key or runs offline, an MLflow store is usable and writable), so a
+12-hour run never fails at its end for a tracker. `LiveTracker` is fed by the runner: the
+baseline once it is scored, each submission as the grader finishes it (score, interval, gain,
+significance, status; charted against its sequence number `seq`), each change of the agent's
+phase (its name, `phase_index` and the time per phase so far `phase_s.*`, charted against the
+agent's hours `elapsed_h`), and at the close the summary (`run.*`: best, gain, hidden final,
+time per phase, cost) with run.json and summary.md as artifacts. Where the run is logged
+(`_destination`) and what each row holds (`_rows`) live beside it. Scores come from the
+grader's records only; the phase is labelled as the run's analysis labels it. A tracker
 failure is printed and never fails the run.
 """
 
@@ -18,11 +19,21 @@ import importlib
 import importlib.util
 import os
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from a2rl._errors import A2RLError
 from a2rl._util import descendants, keep_process
+from a2rl.extensions.tracking._destination import check_labels, destination
+from a2rl.extensions.tracking._rows import (
+    PHASE_KEYS,
+    SEQ_KEYS,
+    params,
+    phase_row,
+    submission_row,
+    summary,
+)
 from a2rl.records import RunRecord, SubmissionRecord, TrackingConfig, load_run
 
 if TYPE_CHECKING:
@@ -97,6 +108,7 @@ def _check_mlflow(cfg: TrackingConfig) -> None:
 
 def check_tracking(cfg: TrackingConfig) -> None:
     """Refuse a tracker that could not log (before the run folder exists)."""
+    check_labels(cfg)
     _module(cfg.to)
     if cfg.to == "wandb":
         if _wandb_mode(cfg) in ("online", "run") and not _has_wandb_key():
@@ -105,69 +117,6 @@ def check_tracking(cfg: TrackingConfig) -> None:
                             "(WANDB_MODE=offline, `wandb sync` later)")
         return
     _check_mlflow(cfg)
-
-
-def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif isinstance(value, list):
-        out[prefix] = ",".join(str(v) for v in value)
-    else:
-        out[prefix] = value
-
-
-def _params(record: RunRecord) -> dict[str, Any]:
-    config = record.config.model_dump(mode="json", exclude={"runs_dir", "tracking"})
-    params: dict[str, Any] = {}
-    _flat("", {**config, "model_hash": record.model.content_hash if record.model else None,
-               "task_version": record.task.version if record.task else None,
-               "sandboxed": record.sandboxed, "flags": record.flags}, params)
-    return params
-
-
-def _step(sub: SubmissionRecord) -> dict[str, float] | None:
-    if sub.score is None or sub.split == "test":
-        return None
-    step = {"score": float(sub.score), "seq": float(sub.seq)}
-    if sub.improvement is not None:
-        step["improvement"] = float(sub.improvement)
-    if sub.elapsed_s is not None:
-        step["elapsed_h"] = sub.elapsed_s / 3600
-    return step
-
-
-def _summary(record: RunRecord, run_dir: Path) -> dict[str, float]:
-    summary: dict[str, float] = {"submissions": float(len(record.submissions))}
-    if record.baseline and record.baseline.score == record.baseline.score:  # NaN: none
-        summary["baseline"] = float(record.baseline.score)
-    if record.best and record.best.score is not None:
-        summary["best"] = float(record.best.score)
-    if record.improvement is not None:
-        summary["improvement"] = float(record.improvement)
-    final = record.final
-    if final is not None and final.score is not None:
-        summary["final_test_score"] = float(final.score)
-    analysis = run_dir / "analysis.json"
-    if analysis.exists():
-        from a2rl.records import RunAnalysis
-
-        try:
-            a = RunAnalysis.model_validate_json(analysis.read_bytes())
-        except ValueError:
-            a = None
-        if a is not None:
-            for phase, seconds in a.phase_seconds.items():
-                summary[f"phase_s.{phase}"] = float(seconds)
-    return summary
-
-
-def run_payload(run_dir: Path) -> tuple[str, dict[str, Any], list[dict[str, float]],
-                                        dict[str, float]]:
-    """(name, params, per-submission steps, summary metrics) of one recorded run."""
-    record = load_run(run_dir)
-    steps = [s for s in (_step(sub) for sub in record.submissions) if s is not None]
-    return record.run_id, _params(record), steps, _summary(record, run_dir)
 
 
 def _wandb_services() -> list[int]:
@@ -186,56 +135,89 @@ def _wandb_services() -> list[int]:
 
 
 class LiveTracker:
-    """One run's tracker session; every method is safe to call from the grader's threads."""
+    """One run's tracker session; every method is safe to call from the grader's threads.
+    `where` names the tracked run (W&B's URL or offline folder; MLflow's store, experiment
+    and run id)."""
 
     def __init__(self, cfg: TrackingConfig, run_dir: Path, record: RunRecord, say: _Say) -> None:
         self.cfg, self.run_dir, self.say = cfg, run_dir, say
         self._lock = threading.Lock()
         self._closed = False
-        params = _params(record)
+        self._last_seq = 0
+        self._last_phase_step = -1
+        self.dest = destination(cfg, record)
         if cfg.to == "wandb":
-            wandb = _module("wandb")
-            kwargs: dict[str, Any] = {"project": cfg.project, "name": record.run_id,
-                                      "config": params, "reinit": "create_new",
-                                      "dir": str(run_dir)}
-            if cfg.mode:
-                kwargs["mode"] = cfg.mode
-            self._wandb = wandb.init(**kwargs)
-            self.id = str(self._wandb.id)
-            # W&B's service serves every run of this process and keeps a log open in the
-            # first run's folder: the cleanup after that run must not kill it
-            for pid in _wandb_services():
-                keep_process(pid)
-            # Rows carry their own x values (W&B's step counts rows): submissions are charted
-            # by sequence number, phases by the agent's hours.
-            self._wandb.define_metric("seq")
-            self._wandb.define_metric("elapsed_h")
-            for key in ("score", "improvement", "baseline", "baseline_items"):
-                self._wandb.define_metric(key, step_metric="seq")
-            for key in ("phase_index", "phase_s.*"):
-                self._wandb.define_metric(key, step_metric="elapsed_h")
+            self._open_wandb(record)
         else:
-            mlflow = _module("mlflow")
-            uri = _mlflow_uri(cfg)
-            if uri is not None and _mlflow_store(uri) is not None:
-                # MLflow 3 refuses a file store unless this is set; the user named one
-                os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
-            self._client = mlflow.tracking.MlflowClient(tracking_uri=uri)
-            experiment = self._client.get_experiment_by_name(cfg.project)
-            experiment_id = (experiment.experiment_id if experiment is not None
-                             else self._client.create_experiment(cfg.project))
-            run = self._client.create_run(experiment_id, run_name=record.run_id)
-            self.id = str(run.info.run_id)
-            # MLflow params are strings of at most 6000 characters, logged in batches of 100
-            items = [(k, str(v)[:6000]) for k, v in params.items()]
-            from mlflow.entities import Param
+            self._open_mlflow(record)
 
-            for i in range(0, len(items), 100):
-                self._client.log_batch(self.id, params=[Param(k, v) for k, v in items[i:i + 100]])
+    def _open_wandb(self, record: RunRecord) -> None:
+        wandb = _module("wandb")
+        d = self.dest
+        kwargs: dict[str, Any] = {"project": d.project, "name": d.name, "tags": d.tags,
+                                  "config": params(record), "reinit": "create_new"}
+        if d.entity:
+            kwargs["entity"] = d.entity
+        if d.group:
+            kwargs["group"] = d.group
+        # W&B's own folder when set (named here too: W&B reads its variables once a process),
+        # else the run's
+        kwargs["dir"] = os.environ.get("WANDB_DIR") or str(self.run_dir)
+        if self.cfg.mode:
+            kwargs["mode"] = self.cfg.mode
+        self._wandb = wandb.init(**kwargs)
+        self.id = str(self._wandb.id)
+        # W&B's service serves every run of this process and keeps a log open in the first
+        # run's folder: the cleanup after that run must not kill it
+        for pid in _wandb_services():
+            keep_process(pid)
+        # Rows carry their own x values (W&B's step counts rows): submissions are charted by
+        # sequence number, phases by the agent's hours.
+        self._wandb.define_metric("seq")
+        self._wandb.define_metric("elapsed_h")
+        for key in SEQ_KEYS:
+            self._wandb.define_metric(key, step_metric="seq")
+        for key in PHASE_KEYS:
+            self._wandb.define_metric(key, step_metric="elapsed_h")
+        url = getattr(self._wandb, "url", None)
+        self.where = (f"W&B run {url}" if url else
+                      f"W&B offline in {self._wandb.settings.sync_dir} (upload: wandb sync "
+                      f"{self._wandb.settings.sync_dir})") + self._labels()
 
-    def _metrics(self, values: dict[str, float], step: int,
-                 tags: dict[str, str] | None = None) -> None:
-        """One row: W&B logs it with its x values inside; MLflow at `step`, with `tags`."""
+    def _open_mlflow(self, record: RunRecord) -> None:
+        mlflow = _module("mlflow")
+        from mlflow.entities import Param
+
+        uri = _mlflow_uri(self.cfg)
+        if uri is not None and _mlflow_store(uri) is not None:
+            # MLflow 3 refuses a file store unless this is set; the user named one
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+        self._client = mlflow.tracking.MlflowClient(tracking_uri=uri)
+        d = self.dest
+        experiment = self._client.get_experiment_by_name(d.project)
+        experiment_id = (experiment.experiment_id if experiment is not None
+                         else self._client.create_experiment(d.project))
+        tags = {t: "true" for t in d.tags}
+        tags.update({k: v for k, v in (("group", d.group), ("entity", d.entity),
+                                       ("a2rl.tags", ",".join(d.tags))) if v})
+        run = self._client.create_run(experiment_id, run_name=d.name, tags=tags)
+        self.id = str(run.info.run_id)
+        # MLflow params are strings of at most 6000 characters, logged in batches of 100
+        items = [(k, str(v)[:6000]) for k, v in params(record).items()]
+        for i in range(0, len(items), 100):
+            self._client.log_batch(self.id, params=[Param(k, v) for k, v in items[i:i + 100]])
+        self.where = (f"MLflow {uri or _mlflow_default_uri()}, experiment "
+                      f"{d.project}, run {self.id}") + self._labels()
+
+    def _labels(self) -> str:
+        d = self.dest
+        return "".join(f"; {k} {v}" for k, v in (("entity", d.entity), ("group", d.group),
+                                                 ("tags", ", ".join(d.tags))) if v)
+
+    def _row(self, values: dict[str, float], step: int, *, text: dict[str, str] | None = None,
+             tags: dict[str, str] | None = None) -> None:
+        """One row. W&B: the values with their x value inside, and `text` as strings. MLflow:
+        the values at `step` in one batch, `text` and `tags` as run tags."""
         with self._lock:
             if self._closed:
                 return
@@ -243,51 +225,68 @@ class LiveTracker:
                 if self.cfg.to == "wandb":
                     # commit: the row is written now (the offline log, the live chart), not
                     # when the next row arrives
-                    self._wandb.log({**values, **(tags or {})}, commit=True)
+                    self._wandb.log({**values, **(text or {})}, commit=True)
                 else:
-                    for key, value in values.items():
-                        self._client.log_metric(self.id, key, value, step=step)
-                    for key, text in (tags or {}).items():
-                        self._client.set_tag(self.id, key, text)
+                    from mlflow.entities import Metric, RunTag
+
+                    now = int(time.time() * 1000)
+                    self._client.log_batch(
+                        self.id, metrics=[Metric(k, v, now, step) for k, v in values.items()],
+                        tags=[RunTag(k, v) for k, v in {**(text or {}), **(tags or {})}.items()])
             except Exception as exc:  # a tracker problem never fails the run
                 self.say(f"logging to {self.cfg.to} failed: {type(exc).__name__}: {exc}")
 
     def baseline(self, score: float, n_items: int) -> None:
-        self._metrics({"baseline": float(score), "baseline_items": float(n_items), "seq": 0.0},
-                      step=0)
+        self._row({"baseline": float(score), "baseline_items": float(n_items), "seq": 0.0},
+                  step=0)
 
     def submission(self, sub: SubmissionRecord) -> None:
-        step = _step(sub)
-        if step is not None:
-            self._metrics(step, step=sub.seq)
+        """A finished submission at its sequence number: score and interval, gain, whether it
+        is beyond noise, valid; its status (MLflow: the tag `status.<id>`)."""
+        found = submission_row(sub)
+        if found is None:
+            return
+        row, status = found
+        self._last_seq = max(self._last_seq, sub.seq)
+        self._row(row, step=sub.seq, text={"status": status} if self.cfg.to == "wandb" else None,
+                  tags={f"status.{sub.id}": status})
 
     def phase(self, now: PhaseNow) -> None:
-        """The agent's phase changed: the new phase and the time per phase so far."""
-        values = {"phase_index": float(now.index), "elapsed_h": now.at_s / 3600,
-                  **{f"phase_s.{p}": float(s) for p, s in now.seconds.items()}}
-        self._metrics(values, step=int(now.at_s), tags={"phase": now.phase})
+        """The agent's phase changed: its index, its name, the time per phase so far. MLflow's
+        step is the agent's second (increasing: two changes in one second take the next)."""
+        step = max(int(now.at_s), self._last_phase_step + 1)
+        self._last_phase_step = step
+        self._row(phase_row(now.index, now.at_s, now.seconds), step=step,
+                  text={"phase": now.phase})
 
     def finish(self) -> None:
-        """The summary and the run's records; ends the tracker's run."""
+        """The summary, each key once (W&B: the run summary; MLflow: metrics at the last
+        submission's step), the status, and the run's records; ends the tracker's run."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             try:
                 record = load_run(self.run_dir)
-                summary = _summary(record, self.run_dir)
+                result = summary(record, self.run_dir)
+                labels = {"status": record.status, "exit_reason": record.exit_reason or ""}
                 artifacts = [p for p in (self.run_dir / "run.json", self.run_dir / "summary.md")
                              if p.is_file() and not p.is_symlink()]
                 failed = record.status == "failed"
                 if self.cfg.to == "wandb":
-                    for key, value in summary.items():
-                        self._wandb.summary[key] = value
+                    for key, value in {**result, **labels}.items():
+                        self._wandb.summary[f"run.{key}"] = value
                     for path in artifacts:
                         self._wandb.save(str(path), base_path=str(self.run_dir), policy="now")
                     self._wandb.finish(exit_code=1 if failed else 0)
                 else:
-                    for key, value in summary.items():
-                        self._client.log_metric(self.id, key, value)
+                    from mlflow.entities import Metric, RunTag
+
+                    now = int(time.time() * 1000)
+                    self._client.log_batch(
+                        self.id, metrics=[Metric(f"run.{k}", v, now, self._last_seq)
+                                          for k, v in result.items()],
+                        tags=[RunTag(f"run.{k}", v) for k, v in labels.items()])
                     for path in artifacts:
                         self._client.log_artifact(self.id, str(path))
                     self._client.set_terminated(self.id, "FAILED" if failed else "FINISHED")
