@@ -140,6 +140,54 @@ def test_same_weights_other_tokenizer_share_weight_blobs(ws: Path, tmp_path: Pat
     assert list(weights.iterdir()) == []
 
 
+def test_runs_folder_stores_each_content_once_across_runs(ws: Path, tmp_path: Path) -> None:
+    """Runs in one runs folder (a sweep's) share one store: the same checkpoint submitted in two
+    runs is one file on disk; pruning a snapshot or removing a run frees a blob only when no
+    snapshot links to it any more."""
+    from a2rl.grader import STORE_DIR, collect_blobs
+    from a2rl.runner.prune import all_runs, remove
+
+    runs = tmp_path / "runs"
+    dirs = [runs / "arith" / name for name in ("r1", "r2")]
+    for d in dirs:
+        d.mkdir(parents=True)
+        (d / "run.json").write_text("{}")  # a2rl's layout: <runs>/<task>/<run id>/run.json
+    a = snap(ws, "output/v1", dirs[0] / "artifacts")
+    b = snap(ws, "output/v1", dirs[1] / "artifacts")
+    store = runs / STORE_DIR
+    weights = a.path / "model.safetensors"
+    assert weights.stat().st_ino == (b.path / "model.safetensors").stat().st_ino
+    assert weights.stat().st_nlink == 3  # two snapshots and the store
+    assert not (dirs[0] / "artifacts" / "blobs").exists()
+    n_blobs = len(list(store.iterdir()))
+    assert n_blobs == len(list(a.path.iterdir())) and collect_blobs(store) == 0
+    assert prune_snapshot(dirs[0] / "artifacts", a.path)
+    assert len(list(store.iterdir())) == n_blobs  # b still links every one
+    assert [e.path for e in all_runs(runs)] == dirs
+    assert remove([dirs[1]], runs) == []
+    assert not dirs[1].exists() and list(store.iterdir()) == []
+
+
+def test_a_linked_store_is_never_written_or_collected_through(ws: Path, tmp_path: Path) -> None:
+    """A runs folder whose `.blobs` is a symbolic link (to files a2rl does not own): snapshots
+    keep their files in the run's own artifacts/blobs, and collecting deletes nothing there."""
+    from a2rl.grader import STORE_DIR, collect_blobs
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious").write_text("x")
+    runs = tmp_path / "runs"
+    run_dir = runs / "arith" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("{}")
+    (runs / STORE_DIR).symlink_to(elsewhere)
+    s = snap(ws, "output/v1", run_dir / "artifacts")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["precious"]
+    assert (s.path / "model.safetensors").stat().st_ino in {
+        p.stat().st_ino for p in (run_dir / "artifacts" / "blobs").iterdir()}
+    assert collect_blobs(runs / STORE_DIR) == 0 and (elsewhere / "precious").exists()
+
+
 def test_size_limit(ws: Path, tmp_path: Path) -> None:
     with pytest.raises(SubmissionRejected, match="size limit"):
         snap(ws, "output/v1", tmp_path / "artifacts", 1000)

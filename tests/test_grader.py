@@ -110,8 +110,9 @@ def test_baseline_copy_scores_baseline_without_evaluating(client, model_copy) ->
 
 def test_copy_of_the_workspace_model_is_a_baseline_copy_when_the_cache_has_hidden_files(
         tmp_path: Path, tiny_model: Path) -> None:
-    """The embedded model's cache folder holds a `.complete` marker the workspace copy leaves
-    out: `cp -r model output/v1` inside the sandbox must still be recognised as the base model."""
+    """The embedded model's cache folder holds a `.complete` marker the workspace's model/
+    leaves out: `cp -r model output/v1` inside the sandbox must still be recognised as the base
+    model."""
     from a2rl.grader._artifact import folder_content_key, open_submission, snapshot_submission
     from a2rl.workspace import build_workspace
 
@@ -121,8 +122,8 @@ def test_copy_of_the_workspace_model_is_a_baseline_copy_when_the_cache_has_hidde
     base = resolve_model(str(cache))
     ws = build_workspace(tmp_path / "ws", task=get_task("arith", TINY_TASK), base=base,
                          mode="free", budget_s=600, description="test")
-    assert not (ws.model_dir / ".complete").exists()
-    shutil.copytree(ws.model_dir, ws.root / "output" / "v1")
+    assert not (ws.model_files_dir / ".complete").exists()  # what the sandbox mounts at model/
+    shutil.copytree(ws.model_files_dir, ws.root / "output" / "v1")
     fd = os.open(ws.root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with open_submission("output/v1", fd, ws.root) as (sub_fd, rel):

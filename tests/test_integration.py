@@ -95,6 +95,7 @@ def test_adversarial_agent_gets_nothing(tmp_path: Path, tiny_model: Path, a2rl_h
     run_id = "adversary-run"
     rd = outside_tmp / "runs" / "arith" / run_id
     agent = script_agent("adversary.py", str(rd), str(a2rl_home))
+    base_config = (tiny_model / "config.json").read_bytes()
     rec = run_fn(config(outside_tmp, tiny_model, agent), run_id=run_id)
     lines = [json.loads(line) for line in (rd / "agent" / "transcript.log").read_text()
              .splitlines() if line.startswith('{"attempt"')]
@@ -108,7 +109,8 @@ def test_adversarial_agent_gets_nothing(tmp_path: Path, tiny_model: Path, a2rl_h
     history = (rd / "ledger.jsonl").read_text()
     assert "forged" not in history and '"score": 100' not in history
     assert not (rd / "scores.json").exists()
-    assert json.loads((rd / "workspace" / "model" / "config.json").read_text())["model_type"]
+    # the base model it tried to overwrite is the folder mounted at model/: intact
+    assert (tiny_model / "config.json").read_bytes() == base_config
     from a2rl.workspace import remove_workspace_tree
 
     remove_workspace_tree(outside_tmp)

@@ -15,13 +15,21 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from a2rl._errors import A2RLError
-from a2rl.sandbox import HostBridge, Masks, Sandbox, get_sandbox, sandbox_masks
+from a2rl.sandbox import (
+    BIND_RECORD,
+    HostBridge,
+    Masks,
+    Sandbox,
+    get_sandbox,
+    make_bind_point,
+    sandbox_masks,
+)
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX
 
 
@@ -90,10 +98,11 @@ def _workspace(tmp: Path) -> Path:
 
 
 def run_inside(sandbox: Sandbox, ws: Path, spec: dict[str, object], *,
-               bridge: HostBridge | None = None, masks: Masks | None = None) -> dict:
+               bridge: HostBridge | None = None, masks: Masks | None = None,
+               read_only: Sequence[Path] = ()) -> dict:
     (ws / "code" / "probe.py").write_text(PROBE)
     argv = sandbox.wrap([sys.executable, str(ws / "code" / "probe.py"), json.dumps(spec)],
-                        workspace=ws, bridge=bridge, masks=masks,
+                        workspace=ws, bridge=bridge, masks=masks, read_only=read_only,
                         env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"})
     done = subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"},
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
@@ -216,6 +225,41 @@ def test_writes_descriptors_identity_and_processes(sandbox: Sandbox, tmp_path: P
     assert r["uid"] == 1000
     assert os.getpid() not in r["pids"] and len(r["pids"]) < 10, r["pids"]
     assert r["cwd"] == str(ws.resolve())
+
+
+def test_model_is_its_source_mounted_read_only(sandbox: Sandbox, tmp_path: Path) -> None:
+    """workspace/model is a bind point: the agent reads the host folder itself, cannot write
+    through it (its files are writable by mode for the uid the agent maps to: only the mount
+    stops it), and does not see the bind record. The same for a task folder's model/ inside
+    the workspace (mode multi)."""
+    source = tmp_path / "cache" / "model"
+    source.mkdir(parents=True)
+    (source / "config.json").write_text('{"model_type": "MOUNTED"}')
+    (source / "config.json").chmod(0o666)
+    source.chmod(0o777)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "code").mkdir()
+    make_bind_point(ws / "model", source)
+    (ws / "task2").mkdir()
+    make_bind_point(ws / "task2" / "model", source)
+    assert sorted(p.name for p in (ws / "model").iterdir()) == [BIND_RECORD]
+    m, m2 = ws / "model", ws / "task2" / "model"
+    r = run_inside(sandbox, ws, {"connect": {}, "read": {
+        "model": str(m / "config.json"), "record": str(m / BIND_RECORD),
+        "task2 model": str(m2 / "config.json"), "task2 record": str(m2 / BIND_RECORD)},
+        "write": {"model file": str(m / "config.json"), "model new": str(m / "new.json"),
+                  "record": str(m / BIND_RECORD), "task2 file": str(m2 / "config.json"),
+                  "task2 new": str(m2 / "new.json"), "workspace": str(ws / "code" / "ok")}},
+        read_only=[m2])
+    assert r["read model"] == r["read task2 model"] == '{"model_type": "MOUNTED"}', r
+    assert r["read record"] is None and r["read task2 record"] is None, r
+    assert r["write workspace"], r
+    assert not any(r[f"write {k}"] for k in ("model file", "model new", "record", "task2 file",
+                                             "task2 new")), r
+    assert (source / "config.json").read_text() == '{"model_type": "MOUNTED"}'
+    assert sorted(p.name for p in source.iterdir()) == ["config.json"]
+    assert sorted(p.name for p in m.iterdir()) == [BIND_RECORD]
 
 
 def _listener() -> tuple[socket.socket, int]:

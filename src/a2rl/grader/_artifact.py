@@ -7,13 +7,21 @@ descriptor one component at a time with O_NOFOLLOW, `..` and absolute paths outs
 are refused before anything is opened, and each file is checked with fstat on the descriptor that
 is then read (no check-then-open window). Error messages name only the path the agent sent.
 
-Copies are stored once per content: each file goes to `artifacts/blobs/<sha256>` and a snapshot
-folder is a set of hard links to blobs, named by the snapshot's content key. The evaluation runs on
-the snapshot, which lives outside the workspace and cannot change under it.
+Each file is snapshotted as a copy-on-write clone where the file system can make one (XFS with
+reflink, btrfs: no data written) and as a byte copy elsewhere; never as a hard link to the agent's
+file, which the agent could rewrite after submitting. The evaluation runs on the snapshot, which
+lives outside the workspace and cannot change under it.
+
+Files are stored once per content for the whole runs folder (a sweep's included): the store
+`<runs dir>/.blobs/<sha256>` holds one read-only file per content, and a snapshot folder
+(`artifacts/<content key>`) is a set of hard links to it, so identical submissions, within a run
+or across runs, cost one copy. A blob no snapshot links to any more is deleted when the last
+snapshot linking it is pruned (`prune_snapshot`) or its run is removed (`collect_blobs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -29,7 +37,7 @@ from pathlib import Path
 
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
-from a2rl.models import check_model_dir, weights_hash
+from a2rl.models import check_model_dir, clone_fd, weights_hash
 
 
 class SubmissionRejected(A2RLError):
@@ -206,6 +214,28 @@ def _open_files(folder_fd: int, shown: str) -> list[_Opened]:
         raise
 
 
+_GREW = ("the submitted folder grew past the size limit while it was copied",
+         "submit a folder that is not being written to")
+
+
+def _clone_fd(src_fd: int, dst: Path, budget: int) -> tuple[int, str] | None:
+    """Snapshot an open file as a copy-on-write clone, hashed from the clone (which the agent
+    cannot reach); None where the file system cannot clone it (nothing is left at `dst`)."""
+    with open(dst, "xb") as writer:
+        cloned = clone_fd(src_fd, writer.fileno())
+        size = os.fstat(writer.fileno()).st_size
+    if not cloned:
+        dst.unlink()
+        return None
+    if size > budget:
+        raise _reject(*_GREW)
+    digest = hashlib.sha256()
+    with open(dst, "rb") as reader:
+        while chunk := reader.read(1 << 22):
+            digest.update(chunk)
+    return size, digest.hexdigest()
+
+
 def _copy_fd(src_fd: int, dst: Path, budget: int) -> tuple[int, str]:
     """Copy from an open descriptor; stop past `budget` bytes (a file still growing)."""
     digest = hashlib.sha256()
@@ -217,8 +247,7 @@ def _copy_fd(src_fd: int, dst: Path, budget: int) -> tuple[int, str]:
                 break
             copied += len(chunk)
             if copied > budget:
-                raise _reject("the submitted folder grew past the size limit while it was copied",
-                              "submit a folder that is not being written to")
+                raise _reject(*_GREW)
             writer.write(chunk)
             digest.update(chunk)
     return copied, digest.hexdigest()
@@ -385,8 +414,8 @@ def folder_content_key(folder: Path, weights: str) -> str:
     """The content key of a trusted folder (the base model), read the ordinary way."""
     hashes = {}
     for p in sorted(folder.iterdir()):
-        # Hidden files (the model cache's `.complete` marker) are not copied into the
-        # workspace (workspace/_build.py), so a verbatim copy of `model/` has none of them.
+        # Hidden files (the model cache's `.complete` marker) are not in the workspace's model/
+        # (workspace/_model.py), so a verbatim copy of `model/` has none of them.
         if p.is_file() and not p.name.endswith(".safetensors") and not p.name.startswith("."):
             h = hashlib.sha256()
             with p.open("rb") as fh:
@@ -396,26 +425,68 @@ def folder_content_key(folder: Path, weights: str) -> str:
     return content_key_of(weights, hashes)
 
 
-def _store_blob(tmp: Path, blobs: Path, sha: str) -> Path:
-    blob = blobs / sha
-    if blob.exists():
-        tmp.unlink()
-    else:
-        tmp.chmod(0o444)
-        os.replace(tmp, blob)
-    return blob
+STORE_DIR = ".blobs"
+"""The runs folder's store of snapshot files, one per content (`<runs dir>/.blobs/<sha256>`)."""
+
+
+def blob_store(artifacts_root: Path) -> Path:
+    """Where the snapshots of the run owning `artifacts_root` store their files: the runs
+    folder's shared store when the run has a2rl's layout (`<runs dir>/<task>/<run id>/artifacts`
+    beside the run's run.json), else `artifacts/blobs` (a grader outside a runs folder, or a
+    shared store that is a symbolic link: snapshots are never written through one)."""
+    run_dir = artifacts_root.parent
+    if artifacts_root.name == "artifacts" and (run_dir / "run.json").is_file():
+        shared = run_dir.parent.parent / STORE_DIR
+        if not shared.is_symlink():
+            return shared
+    return artifacts_root / "blobs"
+
+
+def _place(staged: Path, dest: Path, store: Path, sha: str) -> None:
+    """Put a snapshotted file at `dest`, stored once per content: a hard link to the store's
+    blob when it holds one (of the same size), else the file itself, then linked into the
+    store. A blob therefore never has a single link while a snapshot uses it (what
+    `collect_blobs` relies on)."""
+    try:
+        if os.stat(store / sha).st_size == staged.stat().st_size:
+            os.link(store / sha, dest)
+            return
+    except OSError:  # not stored yet (or collected just now); too many links; another disk
+        pass
+    staged.chmod(0o444)
+    os.rename(staged, dest)
+    with contextlib.suppress(OSError):  # stored meanwhile by another run: this copy stays own
+        os.link(dest, store / sha)
+
+
+def collect_blobs(store: Path) -> int:
+    """Delete the store's blobs no snapshot links to any more; returns how many."""
+    removed = 0
+    if not store.is_dir() or store.is_symlink():
+        return 0
+    for entry in os.scandir(store):
+        try:
+            if entry.is_file(follow_symlinks=False) and \
+                    entry.stat(follow_symlinks=False).st_nlink <= 1:
+                os.unlink(entry.path)
+                removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_bytes: int, *,
                         free: Callable[[Path], int] | None = None,
                         reserve: int = DISK_RESERVE_BYTES) -> Snapshot:
-    """Copy the checkpoint's top-level files out of the workspace, validate and hash the copy.
+    """Copy the checkpoint's top-level files out of the workspace (clones where the file
+    system can), validate and hash the copy.
 
     `folder_fd` comes from `open_submission`; `shown` is the workspace-relative path used in every
     message. Raises SubmissionRejected for every rule broken, a full disk included."""
     artifacts_root.mkdir(parents=True, exist_ok=True)
-    blobs = artifacts_root / "blobs"
-    blobs.mkdir(exist_ok=True)
+    store = blob_store(artifacts_root)
+    if not store.is_dir():
+        store.mkdir(mode=0o700, exist_ok=True)
     staging = artifacts_root / f".staging-{uuid.uuid4().hex}"
     staging.mkdir()
     opened: list[_Opened] = []
@@ -426,18 +497,20 @@ def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_by
             raise _reject(f"{shown} is larger than the size limit ({total >> 20} MiB > "
                           f"{max_bytes >> 20} MiB)",
                           "submit only the checkpoint files (no optimizer states)")
-        available = (free or free_bytes)(artifacts_root)
-        if total + reserve > available:
-            raise _reject(f"the run's disk has {available >> 20} MiB free; copying {shown} "
-                          f"({total >> 20} MiB) would leave less than {reserve >> 20} MiB",
-                          "free disk space on the host (or use --keep-artifacts best), then "
-                          "submit again")
         files_digest = hashlib.sha256()
         hashes: dict[str, str] = {}
         copied_total = 0
+        space_checked = False
         try:
             for o in opened:
-                n, sha = _copy_fd(o.fd, staging / o.name, max_bytes - copied_total)
+                budget = max_bytes - copied_total
+                done = _clone_fd(o.fd, staging / o.name, budget)
+                if done is None:
+                    if not space_checked:  # clones take no space; copies take it all
+                        _check_space(artifacts_root, total - copied_total, shown, free, reserve)
+                        space_checked = True
+                    done = _copy_fd(o.fd, staging / o.name, budget)
+                n, sha = done
                 copied_total += n
                 hashes[o.name] = sha
                 files_digest.update(o.name.encode() + b"\0" + sha.encode())
@@ -469,8 +542,7 @@ def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_by
             tmp_final = artifacts_root / f".final-{uuid.uuid4().hex}"
             tmp_final.mkdir()
             for name, sha in hashes.items():
-                blob = _store_blob(staging / name, blobs, sha)
-                os.link(blob, tmp_final / name)
+                _place(staging / name, tmp_final / name, store, sha)
             tmp_final.chmod(0o555)
             final.with_name(final.name + ".files.json").write_text(json.dumps(hashes, indent=1))
             try:
@@ -485,13 +557,23 @@ def snapshot_submission(folder_fd: int, shown: str, artifacts_root: Path, max_by
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _check_space(artifacts_root: Path, n_bytes: int, shown: str,
+                 free: Callable[[Path], int] | None, reserve: int) -> None:
+    available = (free or free_bytes)(artifacts_root)
+    if n_bytes + reserve > available:
+        raise _reject(f"the run's disk has {available >> 20} MiB free; copying {shown} "
+                      f"({n_bytes >> 20} MiB) would leave less than {reserve >> 20} MiB",
+                      "free disk space on the host (or use --keep-artifacts best), then "
+                      "submit again")
+
+
 def prune_snapshot(artifacts_root: Path, snapshot: Path) -> bool:
     """Delete a snapshot folder and the blobs no other snapshot links to. True if deleted."""
     manifest = snapshot.with_name(snapshot.name + ".files.json")
     if not snapshot.is_dir() or snapshot.parent != artifacts_root or not manifest.is_file():
         return False
     hashes: dict[str, str] = json.loads(manifest.read_text())
-    blobs = artifacts_root / "blobs"
+    blobs = blob_store(artifacts_root)
     snapshot.chmod(0o755)
     for name, sha in hashes.items():
         (snapshot / name).unlink(missing_ok=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl.grader import STORE_DIR, collect_blobs
 from a2rl.records import RunRecord
 from a2rl.runner._lifecycle import _alive, _is_a2rl
 
@@ -145,9 +146,9 @@ def plan(entries: list[RunEntry], runs_dir: Path) -> tuple[list[Path], list[str]
 
 
 def _make_writable(fd: int) -> None:
-    """Let the owner delete everything in the folder open at `fd` (workspaces hold read-only
-    model/ and data/ copies; snapshots are read-only too). Descriptors only: no link is
-    followed."""
+    """Let the owner delete everything in the folder open at `fd` (workspaces hold a read-only
+    model/ bind point or copy and data/; snapshots are read-only too). Descriptors only: no
+    link is followed."""
     bits = stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR
     os.fchmod(fd, os.fstat(fd).st_mode | bits)
     for _root, _dirs, _files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
@@ -161,7 +162,15 @@ _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 def remove(paths: list[Path], runs_dir: Path) -> list[str]:
     """Delete run folders inside `runs_dir`, each re-checked (`refusal`) and deleted through
     descriptors opened without following links, so a folder swapped for a link after the
-    check is not followed. Returns why each folder left in place was."""
+    check is not followed; then the files of the runs folder's snapshot store that no
+    remaining snapshot links to. Returns why each folder left in place was."""
+    try:
+        return _remove(paths, runs_dir)
+    finally:
+        collect_blobs(runs_dir / STORE_DIR)
+
+
+def _remove(paths: list[Path], runs_dir: Path) -> list[str]:
     refused: list[str] = []
     base_fd = os.open(runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

@@ -8,6 +8,7 @@ from a2rl.sandbox._limits import Limits
 from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
 from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
+    BIND_RECORD,
     READ_ONLY_ENTRIES,
     SANDBOX_KINDS,
     SANDBOX_UID,
@@ -15,7 +16,9 @@ from a2rl.sandbox._sandbox import (
     Sandbox,
     SandboxKind,
     backend_class,
+    bind_source,
     get_sandbox,
+    make_bind_point,
     mounted_roots,
     sandboxes,
     start_sandbox,
@@ -25,9 +28,9 @@ from a2rl.sandbox.backends.bwrap import BwrapSandbox
 from a2rl.sandbox.backends.none import NoSandbox
 
 __all__ = [
-    "BRIDGE_CODE", "READ_ONLY_ENTRIES", "SANDBOX_KINDS", "SANDBOX_UID", "SYSTEM_DIRS",
-    "AllowEntry", "BwrapSandbox", "EgressProxy", "Handler", "HostBridge", "Limits", "Masks",
-    "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "backend_class",
-    "default_allow_list", "get_sandbox", "mounted_roots", "python_roots", "sandbox_masks",
-    "sandboxes", "start_sandbox", "system_mount_args",
+    "BIND_RECORD", "BRIDGE_CODE", "READ_ONLY_ENTRIES", "SANDBOX_KINDS", "SANDBOX_UID",
+    "SYSTEM_DIRS", "AllowEntry", "BwrapSandbox", "EgressProxy", "Handler", "HostBridge", "Limits",
+    "Masks", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "backend_class",
+    "bind_source", "default_allow_list", "get_sandbox", "make_bind_point", "mounted_roots",
+    "python_roots", "sandbox_masks", "sandboxes", "start_sandbox", "system_mount_args",
 ]

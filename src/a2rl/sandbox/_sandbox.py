@@ -2,7 +2,8 @@
 plug-ins) that all meet one contract, checked by the adversarial suite
 (tests/test_sandbox_contract.py):
 
-- the workspace read-write (model/, data/ and the docs read-only), the system and Python
+- the workspace read-write (model/, data/ and the docs read-only; a bind point, such as
+  model/, shows the host folder its record names: `bind_source`), the system and Python
   toolchain read-only, a private /tmp and HOME, nothing else of the host writable;
 - not visible: the run directory (ledger, artifacts, evaluation outputs), $A2RL_HOME, other
   runs, the invoking user's home, /etc secrets, dataset caches, and held-out data shipped in
@@ -25,6 +26,7 @@ point group (`name = "pkg.module:Class"`).
 from __future__ import annotations
 
 import glob
+import json
 import os
 import pkgutil
 import subprocess
@@ -38,7 +40,10 @@ from a2rl.sandbox._bridge import HostBridge
 from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, owner_only_paths, python_roots
 
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
-"""Workspace entries every backend mounts read-only (the rest of the workspace is writable)."""
+"""Workspace entries every backend mounts read-only (the rest of the workspace is writable); an
+entry that is a bind point (`make_bind_point`) shows its recorded source instead."""
+BIND_RECORD = ".a2rl-bind"
+"""The file inside an empty workspace folder that names the host folder mounted over it."""
 
 SandboxKind = str
 """A registered backend's name (`sandboxes.names()`); run.json stores it as given."""
@@ -128,6 +133,40 @@ class Sandbox(Protocol):
     #       start in the run folder's sandbox.json;
     #   @classmethod def remove_leftovers(cls, state: dict) -> None: removes them from that
     #       record (`a2rl runs repair`). The record is read back from disk: validate it.
+
+
+def make_bind_point(target: Path, source: Path) -> None:
+    """Create the workspace folder `target` (must not exist) as a bind point: an empty,
+    read-only folder over which every backend mounts the host folder `source` read-only. The
+    record naming `source` lies inside it, so the mount hides it from the agent, and nothing is
+    copied: the agent reads `source` itself and cannot write to it (a read-only mount refuses
+    writes whatever the file modes say)."""
+    source = source.resolve()
+    if not source.is_dir():
+        raise A2RLError(f"{source} is not a folder and cannot be mounted at {target}",
+                        "pass a folder")
+    target.mkdir()
+    record = target / BIND_RECORD
+    record.write_text(json.dumps({"source": str(source)}))
+    record.chmod(0o444)
+    target.chmod(0o555)
+
+
+def bind_source(path: Path) -> Path:
+    """The host folder a backend mounts at the workspace entry `path`: the source its bind
+    record names (`make_bind_point`), else `path` itself."""
+    record = path / BIND_RECORD
+    if path.is_symlink() or record.is_symlink() or not record.is_file():
+        return path
+    try:
+        source = json.loads(record.read_text())["source"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise A2RLError(f"the bind record {record} is unreadable ({exc})",
+                        "rebuild the workspace (a new run)") from exc
+    if not (isinstance(source, str) and Path(source).is_absolute() and Path(source).is_dir()):
+        raise A2RLError(f"the bind record {record} names no existing folder ({source!r})",
+                        "rebuild the workspace (a new run); the mounted folder was removed")
+    return Path(source)
 
 
 def mounted_roots(read_only: Sequence[Path]) -> list[Path]:

@@ -13,8 +13,10 @@ from string import Template
 
 from a2rl._errors import A2RLError
 from a2rl.models import ResolvedModel
+from a2rl.sandbox import bind_source, make_bind_point
 from a2rl.tasks import Task
 from a2rl.workspace._machine import NetworkFacts, machine_facts
+from a2rl.workspace._model import copy_model, mount_source
 
 MODES = ("free", "sft-only", "rl-oriented", "multi")
 GRADER_ENV = "grader.env"
@@ -27,7 +29,14 @@ class Workspace:
 
     @property
     def model_dir(self) -> Path:
+        """Where the agent finds the base model (MODEL_PATH)."""
         return self.root / "model"
+
+    @property
+    def model_files_dir(self) -> Path:
+        """The host folder holding the model files the agent sees at `model_dir`: the mounted
+        source of a bind point, else `model_dir` itself (a copy)."""
+        return bind_source(self.model_dir)
 
     @property
     def data_dir(self) -> Path:
@@ -119,21 +128,23 @@ def _make_read_only(path: Path) -> None:
 
 def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, budget_s: float,
                     description: str, protocol: GradingProtocol | None = None,
-                    network: NetworkFacts | None = None) -> Workspace:
-    """Create `root` (must not exist): model copy, train-visible data, docs, timer, code/, output/.
+                    network: NetworkFacts | None = None, mount_model: bool = True) -> Workspace:
+    """Create `root` (must not exist): model/, train-visible data, docs, timer, code/, output/.
 
-    The base model is copied, never linked: a link into a shared cache would let one run's agent
-    corrupt the model every later run starts from.
+    With `mount_model` (a sandboxed backend), `model/` is a bind point over which the sandbox
+    mounts the resolved model folder read-only: nothing is copied, and no link lets the agent
+    write to the cache every later run starts from. Without it (`--sandbox none`), `model/` is
+    a copy (see a2rl.workspace._model).
     """
     check_mode(mode)
     if root.exists():
         raise A2RLError(f"workspace {root} already exists", "use a new run id")
     ws = Workspace(root)
     root.mkdir(parents=True)
-    ws.model_dir.mkdir()
-    for f in sorted(base.path.iterdir()):
-        if f.is_file() and not f.name.startswith("."):
-            shutil.copyfile(f, ws.model_dir / f.name)
+    if mount_model:
+        make_bind_point(ws.model_dir, mount_source(base))
+    else:
+        copy_model(base, ws.model_dir)
     task.write_train_data(ws.data_dir)
     # The task's public options, so tools inside the workspace (a2rl rollout) rebuild the same
     # environment; the held-out seed is not among them.
@@ -146,8 +157,9 @@ def build_workspace(root: Path, *, task: Task, base: ResolvedModel, mode: str, b
     timer = root / "timer.sh"
     timer.write_text((resources.files("a2rl.workspace") / "templates" / "timer.sh").read_text())
     timer.chmod(0o555)
-    for name in ("model", "data"):
-        _make_read_only(root / name)
+    if not mount_model:
+        _make_read_only(ws.model_dir)
+    _make_read_only(ws.data_dir)
     for name in ("description.md", "instructions.md"):
         (root / name).chmod(0o444)
     ws.code_dir.mkdir()

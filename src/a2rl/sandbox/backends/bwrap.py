@@ -16,6 +16,7 @@ from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
 from a2rl.sandbox._sandbox import (
     READ_ONLY_ENTRIES,
     SANDBOX_UID,
+    bind_source,
     gpu_devices,
     inside,
     masked_system_paths,
@@ -101,10 +102,10 @@ class BwrapSandbox:
         args += ["--bind", ws, ws]
         for entry in READ_ONLY_ENTRIES:
             if (workspace / entry).exists():
-                args += ["--ro-bind", f"{ws}/{entry}", f"{ws}/{entry}"]
+                args += ["--ro-bind", str(bind_source(ws_path / entry)), f"{ws}/{entry}"]
         for path in read_only:  # after the workspace: they may lie inside it (mode multi)
             if inside(path.resolve(), ws_path):
-                args += ["--ro-bind", str(path.resolve()), str(path.resolve())]
+                args += ["--ro-bind", str(bind_source(path.resolve())), str(path.resolve())]
         # bwrap's root is a tmpfs holding the mount points (including the empty parents of the
         # workspace); make it read-only so nothing outside the workspace and /tmp is writable.
         args += ["--remount-ro", "/", "--chdir", ws, "--"]

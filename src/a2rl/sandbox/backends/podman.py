@@ -40,7 +40,9 @@ from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
 from a2rl.sandbox._sandbox import (
     READ_ONLY_ENTRIES,
     SANDBOX_UID,
+    bind_source,
     gpu_devices,
+    inside,
     masked_system_paths,
     mounted_roots,
     probe_failure,
@@ -200,9 +202,11 @@ class PodmanSandbox:
         args += ["-v", f"{ws}:{ws}"]
         for entry in READ_ONLY_ENTRIES:
             if (ws / entry).exists():
-                args += ["-v", f"{ws}/{entry}:{ws}/{entry}:ro"]
+                args += ["-v", f"{bind_source(ws / entry)}:{ws}/{entry}:ro"]
         for path in read_only:
-            args += ["-v", f"{path.resolve()}:{path.resolve()}:ro"]
+            shown = path.resolve()
+            source = bind_source(shown) if inside(shown, ws) else shown
+            args += ["-v", f"{source}:{shown}:ro"]
         env.setdefault("HOME", "/tmp/home")
         for key in sorted(env):
             # Values stay off the command line (they may be keys); HOME is the sandbox's own.
