@@ -15,6 +15,7 @@ from scripted_llm import (
     scripted_cli_run,
     stream_fixture,
 )
+from test_cost import assert_cost_is_the_clis
 
 from a2rl.agents import get_agent
 from a2rl.agents._cli import REPROMPT, SessionSpec
@@ -287,6 +288,7 @@ def test_claude_code_end_to_end(tmp_path: Path, tiny_model: Path,
     # The launcher counts every response the CLI received, side calls included (its result
     # event counts them too, and the stream shows each agent-loop response): all figures sent.
     assert reported_usage(events) == script.totals(main_only=False)
+    assert_cost_is_the_clis(run.record, events)  # run.json: the CLI's own totals
     # The main model's total leaves the side calls out.
     assert main_usage(events) == script.totals(main_only=True)
     assert sum(1 for e in events if e.kind == "turn") == sum(1 for s in script.sent if s.main)

@@ -16,6 +16,7 @@ from scripted_llm import (
     scripted_cli_run,
     stream_fixture,
 )
+from test_cost import assert_cost_is_the_clis
 
 from a2rl.agents import get_agent
 from a2rl.agents._cli import REPROMPT, SessionSpec
@@ -220,6 +221,7 @@ def test_codex_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.
     # requests here (all requests offered the shell tool), so all figures sent = main ones.
     assert reported_usage(events) == script.totals(main_only=False) == \
         script.totals(main_only=True)
+    assert_cost_is_the_clis(run.record, events)  # run.json: the CLI's own totals
     # One turn per plan step; on a loaded machine `python code/train.py` can outlast
     # exec_command's 10 s yield, and Codex then polls it with write_stdin: one more model
     # response that the --json stream does not show as a turn.

@@ -18,6 +18,7 @@ from scripted_llm import (
     scripted_cli_run,
     stream_fixture,
 )
+from test_cost import assert_cost_is_the_clis
 
 from a2rl.agents import get_agent
 from a2rl.agents._cli import REPROMPT, SessionSpec
@@ -181,4 +182,5 @@ def test_gemini_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pytest
     # The CLI's result stats count every model call of the process, side calls included (they
     # go through the same content generator): all figures sent, nothing twice.
     assert reported_usage(events) == script.totals(main_only=False)
+    assert_cost_is_the_clis(run.record, events)  # run.json: the CLI's own totals
     assert sum(1 for e in events if e.kind == "turn") == sum(1 for s in script.sent if s.main)

@@ -19,6 +19,7 @@ from scripted_llm import (
     scripted_cli_run,
     stream_fixture,
 )
+from test_cost import assert_cost_is_the_clis
 
 from a2rl._errors import A2RLError
 from a2rl.agents import get_agent
@@ -199,6 +200,7 @@ def test_opencode_end_to_end(tmp_path: Path, tiny_model: Path, monkeypatch: pyte
     # request (a side request without tools): the launcher counts exactly the main figures.
     assert [s.main for s in script.sent].count(False) == 1
     assert reported_usage(events) == script.totals(main_only=True)
+    assert_cost_is_the_clis(run.record, events)  # run.json: the CLI's own totals
     assert sum(1 for e in events if e.kind == "turn") == sum(1 for s in script.sent if s.main)
     assert [e.path for e in events if e.kind == "file_edit"] == []  # the plan edits by shell
 

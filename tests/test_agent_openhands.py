@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from scripted_llm import agent_context, reported_usage, scripted_cli_run, stream_fixture
+from test_cost import assert_cost_is_the_clis
 
 from a2rl.agents import get_agent
 from a2rl.agents._agent import AgentContext
@@ -175,6 +176,7 @@ def test_openhands_end_to_end(installed_cli: Any, tiny_model: Path, tmp_path: Pa
     assert all(r["body"]["model"] == "scripted-model" for r in script.requests
                if r["route"] == "/v1/chat/completions")
     assert reported_usage(events) == script.totals()
+    assert_cost_is_the_clis(run.record, events)  # run.json: the CLI's own totals
 
 
 def test_find_python_resolves_a_real_interpreter() -> None:

@@ -2,6 +2,23 @@
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
 from a2rl.recording._closing import RecordSlot, bounded_close, storage_failure
+from a2rl.recording._cost import (
+    NO_GPU,
+    NO_NVML,
+    ResourceSampler,
+    ResourceSamples,
+    UnpricedTail,
+    agent_cost,
+    close_cost,
+    disk_bytes,
+    driver_model,
+    eval_gpu_hours,
+    evaluation_gpus,
+    gpu_hours,
+    llm_spend,
+    unpriced_tail,
+    visible_gpus,
+)
 from a2rl.recording._exec_trace import (
     ExecEvent,
     ExecLogReader,
@@ -9,6 +26,7 @@ from a2rl.recording._exec_trace import (
     parse_exec_log,
     read_exec_events,
 )
+from a2rl.recording._provenance import data_fingerprint, version_line
 from a2rl.recording._snapshots import (
     CodeRecorder,
     Snapshot,
@@ -18,6 +36,10 @@ from a2rl.recording._snapshots import (
 )
 
 __all__ = [
+    "NO_GPU", "NO_NVML", "ResourceSampler", "ResourceSamples", "UnpricedTail", "agent_cost",
+    "close_cost", "data_fingerprint", "disk_bytes", "driver_model", "eval_gpu_hours", "evaluation_gpus",
+    "gpu_hours",
+    "llm_spend", "unpriced_tail", "version_line", "visible_gpus",
     "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "ExecLogReader", "RecordSlot",
     "Snapshot",
     "bounded_close", "diff_stat", "join_unfinished", "parse_exec_log", "read_artifacts",

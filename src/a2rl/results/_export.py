@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl.records import RunRecord
 
 
 def columns(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -92,6 +93,46 @@ def write_table(rows: Sequence[dict[str, Any]], path: Path) -> Path:
         raise A2RLError(f"cannot tell the format of {path.name!r} from its suffix",
                         "name the output file .csv, .parquet, .json or .md")
     return path
+
+
+def cost_columns(record: RunRecord) -> dict[str, Any]:
+    """A run's cost and provenance as export columns (`cost_usd` is the record's: the CLI's own
+    total, else the dated price table; empty when unknown)."""
+    cost, prov = record.cost, record.provenance
+    row: dict[str, Any] = {
+        "input_tokens": cost.input_tokens if cost else None,
+        "output_tokens": cost.output_tokens if cost else None,
+        "usd_source": cost.usd_source if cost else None,
+        "gpus": cost.gpus if cost else None,
+        "gpu_hours": round(cost.gpu_hours, 6) if cost else None,
+        "agent_gpu_hours": cost.agent_gpu_hours if cost else None,
+        "eval_gpu_hours": cost.eval_gpu_hours if cost else None,
+        "gpu_util_mean": cost.gpu_util_mean if cost else None,
+        "gpu_mem_peak_mb": cost.gpu_mem_peak_mb if cost else None,
+        "peak_rss_mb": cost.peak_rss_mb if cost else None,
+        "disk_bytes": cost.disk_bytes if cost else None,
+        "a2rl_version": prov.a2rl_version if prov else None,
+        "agent_cli_version": prov.agent_cli_version if prov else None,
+        "driver_model": prov.driver_model if prov else None,
+        "task_data_sha256": prov.task_data_sha256 if prov else None,
+    }
+    if cost is not None and cost.usd is not None:
+        row["cost_usd"] = cost.usd
+    return row
+
+
+def uniform_types(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose columns each hold one kind of value: a column mixing text with numbers or
+    booleans (per-item answers of different tasks) becomes text, so that Parquet takes it."""
+    kinds: dict[str, set[type]] = {}
+    for r in rows:
+        for k, v in r.items():
+            if v is not None:
+                kinds.setdefault(k, set()).add(float if type(v) is int else type(v))
+    mixed = {k for k, t in kinds.items() if len(t) > 1}
+    if not mixed:
+        return rows
+    return [{k: str(v) if k in mixed and v is not None else v for k, v in r.items()} for r in rows]
 
 
 def companion(path: Path, name: str) -> Path:

@@ -15,17 +15,21 @@ from rich.progress import Progress, TaskID
 from a2rl._console import plain_text, safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.agents import Agent, AgentContext
+from a2rl.agents import Agent, AgentContext, AgentEvent
 from a2rl.extensions import AgentLaunch
 from a2rl.grader import Grader
+from a2rl.recording import ResourceSampler, ResourceSamples
 from a2rl.runner._lifecycle import SANDBOX_FILE, process_proof
 from a2rl.runner._precheck import early_exit_hint
+from a2rl.runner._provenance import record_provenance
+from a2rl.runner._spend import CostWatch, agent_spend, pricing_model, recorded_events, unpriced_note
 from a2rl.runner._supervise import AgentProcess, HarnessTerminated
 from a2rl.sandbox import READ_ONLY_ENTRIES, sandbox_masks
 from a2rl.tasks import list_tasks, task_mask_hooks
 from a2rl.workspace import GRADER_ENV, Workspace, write_grader_envs
 
 AGENT_PREFIX = "  agent│ "
+PODMAN_MEMORY = "not measured (podman: the container's processes are not the harness's)"
 
 
 def _graders(launch: AgentLaunch) -> list[Grader]:
@@ -51,6 +55,7 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
     agent.prepare(ctx)
     launch.argv = agent.command(ctx)
     launch.env = agent.environment(ctx)
+    record_provenance(launch, ctx)  # the CLI's version, asked inside the sandbox
     launch.agent_dir.mkdir(exist_ok=True)
     launch.read_only = list(dict.fromkeys(agent.sandbox_mounts() + [
         Path(d) for d in config.agent_dirs])) + [
@@ -113,24 +118,41 @@ def start_agent(launch: AgentLaunch, ctx: AgentContext, progress: Progress,
 
 def supervise_agent(launch: AgentLaunch, proc: AgentProcess, progress: Progress,
                     agent_bar: TaskID, t1: float) -> None:
-    """Wait for the agent to exit or the budget to end; then no more submissions, and the
-    record of how it stopped."""
+    """Wait for the agent to exit, the budget to end or its spend to reach --cost-limit; then
+    no more submissions, and the record of how it stopped and what it spent."""
     config, console, graders = launch.config, launch.console, _graders(launch)
+    sampler = ResourceSampler.for_agent(
+        proc.proc.pid, launch.env.get("CUDA_VISIBLE_DEVICES"),
+        memory_note=PODMAN_MEMORY if launch.sandbox.kind == "podman" else None).start()
+    watch = None
+    if config.cost_limit_usd is not None:
+        watch = CostWatch(launch.agent, launch.agent_dir, config.cost_limit_usd,
+                          pricing_model(config, launch.agent))
+        if (note := unpriced_note(config, launch.agent)) is not None:
+            console.print(f"[yellow]{safe(note)}[/]")
+    terminated = False
     try:
         reason, code = proc.supervise(
             lambda: min(g.remaining() for g in graders), grace_s=config.grace_s,
-            tick=lambda: progress.update(agent_bar, completed=graders[0].elapsed()))
+            tick=lambda: progress.update(agent_bar, completed=graders[0].elapsed()),
+            limit_reached=watch.reached if watch is not None else None)
     except HarnessTerminated:
+        terminated = True
         for part in launch.parts:
             part.record.timings.agent_s = round(time.monotonic() - t1, 2)
             part.record.agent_exit_code = proc.proc.returncode
         raise
     finally:
+        stopped = time.monotonic()
+        samples = sampler.stop()
         proc.close()
         launch.sandbox.cleanup()
         for ext in launch.extensions:
             ext.agent_exited(launch)
+        if terminated:  # no time to parse the transcript: the GPUs, memory and time only
+            _record_cost(launch, None, samples, stopped - t1)
     n_events = _write_agent_events(launch.agent, launch.agent_dir, console)
+    _record_cost(launch, recorded_events(launch.agent_dir, n_events), samples, stopped - t1)
     for grader in graders:
         grader.stop_accepting()
     for part in launch.parts:
@@ -138,11 +160,31 @@ def supervise_agent(launch: AgentLaunch, proc: AgentProcess, progress: Progress,
             ext.submissions_closed(part)
     for part in launch.parts:
         part.record.agent_events = n_events
-        part.record.timings.agent_s = round(time.monotonic() - t1, 2)
+        part.record.timings.agent_s = round(stopped - t1, 2)
         part.record.exit_reason, part.record.agent_exit_code = reason, code
     progress.remove_task(agent_bar)
     console.print(f"agent stopped: {reason} (exit code {code})")
+    if reason == "cost_limit" and watch is not None and watch.spent is not None:
+        console.print(f"the agent's recorded spend (${watch.spent:.4f}) reached --cost-limit "
+                      f"${config.cost_limit_usd:g}")
     _show_early_exit(launch, reason, code)
+
+
+def _record_cost(launch: AgentLaunch, events: list[AgentEvent] | None,
+                 samples: ResourceSamples, agent_s: float) -> None:
+    """Each part's cost (the agent's share; the close adds the evaluations and the disk) and
+    the driver model the provider reported. A multi run's parts each carry the whole agent."""
+    try:
+        cost, reported = agent_spend(launch.config, launch.agent, events, agent_s=agent_s,
+                                     samples=samples)
+    except Exception as exc:  # noqa: BLE001 - the cost is a diagnostic: never lose the run
+        launch.console.print(f"[yellow]could not work out the agent's cost "
+                             f"({type(exc).__name__}: {safe(exc)})[/]")
+        return
+    for part in launch.parts:
+        part.record.cost = cost
+        if part.record.provenance is not None:
+            part.record.provenance.driver_model = reported
 
 
 def _show_early_exit(launch: AgentLaunch, reason: str, code: int | None) -> None:

@@ -39,11 +39,17 @@ from a2rl.grader import (
     secret_fields,
 )
 from a2rl.models import ResolvedModel
-from a2rl.recording import RecordSlot, storage_failure
+from a2rl.recording import RecordSlot, close_cost, storage_failure
 from a2rl.records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._supervise import HarnessTerminated
 from a2rl.tasks import get_task
-from a2rl.workspace import GradingProtocol, NetworkFacts, Workspace, build_workspace
+from a2rl.workspace import (
+    GradingProtocol,
+    NetworkFacts,
+    Workspace,
+    build_workspace,
+    model_copy_changes,
+)
 
 log = logging.getLogger("a2rl.grader.events")
 T = TypeVar("T")
@@ -219,7 +225,8 @@ class TaskRun:
                                       config.network, sandboxed=record.sandboxed,
                                       package_index=bool(getattr(task, "allow_package_index",
                                                                  False)),
-                                      extra_hosts=tuple(config.allow_hosts)))
+                                      extra_hosts=tuple(config.allow_hosts)),
+                                  mount_model=record.sandboxed)
         for ext in self.extensions:  # their files, before the agent starts
             self.read_only += ext.prepare_workspace(self)
         if self.ws_root != self.run_dir / "workspace":  # multi: the run dir points at it
@@ -277,8 +284,13 @@ class TaskRun:
         self.record.grader_url = self.server.url
         return self.server
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, *, on_purpose: bool = False) -> None:
+        """Record why the run ended early. A signal or Ctrl-C with `on_purpose` (its operator,
+        e.g. a sweep, said it stops the run) is no failure: status and exit reason `stopped`."""
         record = self.record
+        if isinstance(exc, KeyboardInterrupt) and on_purpose:
+            record.status, record.exit_reason = "stopped", "stopped"
+            return
         if isinstance(exc, HarnessTerminated):
             record.status, record.exit_reason = "failed", "terminated"
             phase = "setting up" if record.agent_started_at is None else "agent phase"
@@ -304,6 +316,13 @@ class TaskRun:
             record.error = "; ".join(x for x in (record.error, "closing the run failed: " + (
                 f"the run directory's storage refused a write ({exc})" if storage_failure(exc)
                 else f"{type(exc).__name__}: {exc}")) if x)
+        # unsandboxed only (a sandbox mounts the model read-only): did the agent change its copy?
+        if not record.sandboxed and hasattr(self, "ws") and (
+                changed := model_copy_changes(self.ws.model_dir, self.base)):
+            record.flags.append("base_model_modified")
+            self.console.print(f"[yellow]the agent changed its copy of the base model: "
+                               f"{safe(', '.join(changed))} (flagged base_model_modified)[/]")
+        record.cost = close_cost(record, self.run_dir)  # + evaluations' GPU-hours, disk
         record.ended_at = utcnow()
         record.timings.total_s = round(time.monotonic() - started, 2)
         self.save(final=True)
@@ -332,8 +351,8 @@ class TaskRun:
         if self.server is not None:
             self.server.stop()
         if self.grader is not None:
-            if self.config.final == "hidden" and record.exit_reason not in ("terminated",
-                                                                              "interrupted"):
+            if self.config.final == "hidden" and record.exit_reason not in (
+                    "terminated", "interrupted", "stopped"):
                 # After the agent ended and every dev evaluation finished: the one score on the
                 # hidden test split. A run stopped by a signal skips it (it may take long);
                 # `a2rl runs repair` cannot run it either, so the record says why it is missing.

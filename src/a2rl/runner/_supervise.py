@@ -139,13 +139,20 @@ class AgentProcess:
             pass
 
     def supervise(self, remaining: Callable[[], float], *, grace_s: float,
-                  tick: Callable[[], None] | None = None) -> tuple[ExitReason, int | None]:
-        """Wait for exit or for the budget to run out (SIGTERM, grace, SIGKILL)."""
+                  tick: Callable[[], None] | None = None,
+                  limit_reached: Callable[[], bool] | None = None
+                  ) -> tuple[ExitReason, int | None]:
+        """Wait for exit, for the budget to run out or for `limit_reached` (the agent's spend
+        at --cost-limit) to say so; then SIGTERM, grace, SIGKILL."""
         reason: ExitReason = "agent_exited"
         try:
             while self.proc.poll() is None:
                 if remaining() <= 0:
                     reason = "budget_exhausted"
+                    self.stop(grace_s)
+                    break
+                if limit_reached is not None and limit_reached():
+                    reason = "cost_limit"
                     self.stop(grace_s)
                     break
                 if tick:

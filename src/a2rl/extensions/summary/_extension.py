@@ -11,7 +11,7 @@ from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
     from a2rl.grader import Grader, SubmissionRecord
-    from a2rl.records import RunAnalysis, RunConfig
+    from a2rl.records import RunAnalysis, RunConfig, RunRecord
 
 
 @extensions.register("summary")
@@ -66,3 +66,13 @@ class SummaryExtension(RunExtension):
                                f"rerun with `a2rl analyze {safe(part.run_dir)}`[/]")
             return None
         return analysis
+
+    def analysis_written(self, part: TaskPart, analysis: RunAnalysis) -> None:
+        self.add_to_analysis(part.run_dir, part.record, analysis)
+
+    @classmethod
+    def add_to_analysis(cls, run_dir: Path, record: RunRecord, analysis: RunAnalysis) -> None:
+        """The run's cost and provenance, after the overview of summary.md."""
+        from a2rl.extensions.summary._cost import append_cost
+
+        append_cost(run_dir, record)
