@@ -1,5 +1,5 @@
-"""`a2rl import`: a run made by another harness (PostTrainBench, RD-Agent) recorded as an a2rl
-run."""
+"""`a2rl import`: a run made by another harness (PostTrainBench, RD-Agent, Harbor) recorded as an
+a2rl run."""
 
 from __future__ import annotations
 
@@ -89,3 +89,41 @@ def import_rdagent(
     for one in folders:
         path = rdagent.import_run(one, _runs_dir(runs_dir), run_id=run_id, force=force)
         _imported(path, analyze_after)
+
+
+@import_app.command("harbor")
+def import_harbor(
+    folder: Annotated[Path, typer.Argument(help="A Harbor job folder (one folder per trial) or "
+                                           "one trial folder (<task>__<id>, holding "
+                                           "agent/trajectory.json).")],
+    runs_dir: RunsDir = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: from the folder names).")] = None,
+    baseline: Annotated[float | None, typer.Option(help="The base model's score (0–100); "
+                                                   "Harbor's verifier has none.")] = None,
+    force: Annotated[bool, typer.Option(help="Replace an earlier import of the same trial.")] = False,
+    analyze_after: Annotated[bool, typer.Option("--analyze/--no-analyze",
+                                                help="Run `a2rl analyze` on it.")] = True,
+) -> None:
+    """Import Harbor trials (their ATIF trajectory, verifier reward and task) as a2rl runs."""
+    from a2rl._errors import A2RLError
+    from a2rl.importers import harbor
+
+    trials = harbor.find_trials(folder) or [folder]
+    if len(trials) > 1 and run_id:
+        raise A2RLError(f"{folder} holds {len(trials)} trials; --run-id names one",
+                        "drop --run-id (ids come from the folder names) or pass one trial's folder")
+    failed: list[tuple[Path, A2RLError]] = []
+    for one in trials:
+        try:
+            path = harbor.import_run(one, _runs_dir(runs_dir), run_id=run_id, baseline=baseline,
+                                     force=force)
+        except A2RLError as exc:
+            if len(trials) == 1:
+                raise
+            failed.append((one, exc))  # one damaged trial does not stop the others
+            typer.echo(f"not imported: {one}: {exc.message}", err=True)
+            continue
+        _imported(path, analyze_after)
+    if failed:
+        raise A2RLError(f"{len(failed)} of {len(trials)} trial(s) not imported (first: "
+                        f"{failed[0][0]}: {failed[0][1].message})", failed[0][1].fix)

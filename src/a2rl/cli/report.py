@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-results_app = typer.Typer(help="Many runs as tidy tables (one row per run, one per submission).",
+results_app = typer.Typer(help="Many runs as tidy tables (one row per run, submission, evaluated "
+                          "item, message, agent event).",
                           no_args_is_help=True)
 
 
@@ -29,12 +30,17 @@ def results_export(
                                         "(results.cells.csv).")] = True,
     audit_policy: AuditPolicyOpt = "exclude",
     unsandboxed_policy: UnsandboxedPolicyOpt = "exclude",
+    tables: Annotated[str, typer.Option(help="Long tables to write beside the runs table, "
+                                        "comma-separated: samples (one row per evaluated item: "
+                                        "prompt, completion, verdict), messages, events; or "
+                                        "none.")] = "samples,messages,events",
 ) -> None:
     """Tidy tables of many runs that pandas reads directly."""
     from a2rl.results import export_results
 
+    names = [] if tables.strip() == "none" else [t.strip() for t in tables.split(",") if t.strip()]
     for path, rows in export_results(runs_dirs, output, cells=cells, audit=audit_policy,
-                                     unsandboxed=unsandboxed_policy):
+                                     unsandboxed=unsandboxed_policy, tables=names):
         typer.echo(f"wrote {path} ({rows} rows)")
 
 
