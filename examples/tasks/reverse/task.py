@@ -51,6 +51,10 @@ class ReverseTask(StaticTextTask):
         answer = completion.strip().strip("`.").strip()
         return ItemVerdict(score=float(answer == item["answer"]), extracted=answer)
 
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        # lets `a2rl certify` build answer-extraction attacks (lists, hedges) for this scorer
+        return str(item["answer"])
+
     def write_train_data(self, data_dir: Path) -> list[Path]:
         # Never "train minus held-out": the gap would reveal the test set. Draw independently.
         rows = make_items(TRAIN_SEED, self.params.n_train)

@@ -12,7 +12,9 @@ from a2rl._util import lazy_exports
 
 if TYPE_CHECKING:
     from a2rl.grader._artifact import (
+        STORE_DIR,
         SubmissionRejected,
+        collect_blobs,
         open_submission,
         resolve_submission,
         snapshot_submission,
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from a2rl.grader._baseline import BaselineRecord, baseline_cache_key, score_baseline
     from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, run_evaluation
     from a2rl.grader._grader import Grader, GraderConfig, GraderEvents, read_final
-    from a2rl.grader._items import item_values
+    from a2rl.grader._items import item_values, restrict_to_items
     from a2rl.grader._ledger import Ledger
     from a2rl.grader._secret import (
         item_key,
@@ -56,6 +58,7 @@ _HOMES = {
     "baseline_cache_key": "a2rl.grader._baseline",
     "BaselineRecord": "a2rl.grader._baseline",
     "BestSoFar": "a2rl.records",
+    "collect_blobs": "a2rl.grader._artifact",
     "create_app": "a2rl.grader._server",
     "EvalFailed": "a2rl.grader._evaluation",
     "EvalJob": "a2rl.records",
@@ -69,6 +72,7 @@ _HOMES = {
     "GraderServer": "a2rl.grader._server",
     "item_key": "a2rl.grader._secret",
     "item_values": "a2rl.grader._items",
+    "restrict_to_items": "a2rl.grader._items",
     "KeepArtifacts": "a2rl.records",
     "Ledger": "a2rl.grader._ledger",
     "open_submission": "a2rl.grader._artifact",
@@ -87,6 +91,7 @@ _HOMES = {
     "secret_fields": "a2rl.grader._secret",
     "snapshot_submission": "a2rl.grader._artifact",
     "StatusResponse": "a2rl.records",
+    "STORE_DIR": "a2rl.grader._artifact",
     "SubmissionRecord": "a2rl.records",
     "SubmissionRejected": "a2rl.grader._artifact",
     "SubmissionStatus": "a2rl.records",
@@ -102,10 +107,11 @@ __getattr__ = lazy_exports(__name__, _HOMES)
 __all__ = [
     "EVALUATOR_VERSION", "BaselineRecord", "BestSoFar", "EvalFailed", "EvalJob",
     "FinalDesignation", "FinalMode", "FinalResult", "Grader", "GraderConfig", "GraderEvents",
-    "GraderServer", "KeepArtifacts", "Ledger", "PublicSubmission", "ScoreInterval",
+    "GraderServer", "KeepArtifacts", "Ledger", "PublicSubmission", "STORE_DIR", "ScoreInterval",
     "StatusResponse", "SubmissionRecord", "SubmissionRejected", "SubmissionStatus",
-    "SubmitRequest", "SubmitResponse", "baseline_cache_key", "create_app", "item_key",
-    "item_values", "open_submission", "parse_submit", "public_fingerprint", "read_final",
+    "SubmitRequest", "SubmitResponse", "baseline_cache_key", "collect_blobs", "create_app",
+    "item_key",
+    "item_values", "open_submission", "restrict_to_items", "parse_submit", "public_fingerprint", "read_final",
     "redacted_params", "redacted_spec", "resolve_submission", "restore_task", "run_evaluation",
     "score_baseline", "score_interval", "secret_fields", "snapshot_submission",
     "visible_submission",

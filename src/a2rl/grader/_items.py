@@ -6,6 +6,7 @@ Both run in the evaluation child: the items never reach the grader process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from a2rl.grader._secret import item_key, split_test_keys
@@ -90,10 +91,13 @@ def restrict_to_split(task: Task, split: str, test_fraction: float) -> list[dict
     except ValueError as exc:
         raise SplitError(f"task {task.name}: {exc}") from exc
 
-    def keep(key: str) -> bool:
-        return (key in test) == (split == "test")
+    return restrict_to_items(task, lambda key: (key in test) == (split == "test"))
 
-    kept = [it for it, k in zip(items, keys, strict=True) if keep(k)]
+
+def restrict_to_items(task: Task, keep: Callable[[str], bool]) -> list[dict[str, Any]]:
+    """Make `task` evaluate only the held-out items whose `item_key` `keep` accepts; return
+    them. `heldout_items()` and `heldout_episodes()` are shadowed on this instance."""
+    kept = [it for it in task.heldout_items() if keep(item_key(it))]
     episodes_of = getattr(task, "heldout_episodes", None)
     if callable(episodes_of):
         episodes = [e for e in episodes_of() if keep(item_key(e.model_dump()))]

@@ -145,6 +145,29 @@ class Task(ABC):
         """Score given completions (a predictions file, or an earlier evaluation's records) with
         this task's scorer, exactly as `evaluate` scores generated ones."""
 
+    # ---- what `a2rl certify` asks of a task (each optional: a task without them gets a
+    # certificate that says which classes could not be tried and why) ----
+
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        """The item's correct final answer as short text (a number, a name), from which the
+        certificate builds answer-extraction attacks; None when the task has no such text."""
+        return None
+
+    def frame_answer(self, item: dict[str, Any], text: str) -> str:
+        """A completion that gives `text` as the final answer, in the form the task's prompt
+        asks for (an interactive task's answer action, for instance)."""
+        return text
+
+    def reference_completion(self, item: dict[str, Any]) -> str | None:
+        """A correct completion for the item (the certificate's reference solution: the score
+        the scorer gives a right answer); default: the gold answer, framed."""
+        gold = self.gold_answer(item)
+        return None if gold is None else self.frame_answer(item, gold)
+
+    degenerate_actions: ClassVar[tuple[str, ...]] = ()
+    """Interactive tasks: actions a degenerate policy repeats from the first step (buying at
+    once, looking around forever); the certificate scores each."""
+
     def render_template(self, name: str = "description.md", /, **values: object) -> str:
         """A text file beside the task's module (its `description.md`, by default) with `$key` /
         `${key}` filled in from `values` (`$$` is a literal `$`; see string.Template). The text

@@ -228,6 +228,12 @@ class AIME2025Task(StaticTextTask):
     def user_message(self, problem: str) -> str:
         return f"{problem}\n\n{INSTRUCTION}"
 
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        return str(item["answer"])
+
+    def frame_answer(self, item: dict[str, Any], text: str) -> str:
+        return f"Therefore the answer is $\\boxed{{{text}}}$."
+
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": self.user_message(item["problem"])}]
 

@@ -432,6 +432,8 @@ class ALFWorldTask(InteractiveTask):
     def make_env(self, episode: Episode) -> Env:
         return ALFWorldEnv(self.game_file(episode))
 
+    degenerate_actions: ClassVar[tuple[str, ...]] = ("look", "inventory", "go to shelf 1")
+
     def messages(self, episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
         """No system message (not every chat template has one): the first user turn is ReAct's
         prompt (instruction, two examples of the episode's task type, `Here is the task.`, the

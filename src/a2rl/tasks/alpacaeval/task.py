@@ -262,6 +262,9 @@ class AlpacaEvalTask(StaticTextTask):
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         return [path]
 
+    def reference_completion(self, item: dict[str, Any]) -> str | None:
+        return str(item["reference"])  # the judge's own reference output: a tie, by design
+
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": item["instruction"]}]
 

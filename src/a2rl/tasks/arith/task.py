@@ -73,13 +73,22 @@ def extract_answer(completion: str) -> str:
     return text[:-1].strip() if text.endswith(".") else text
 
 
+_HEDGE = re.compile(r"\b(?:or|not|never|either|maybe|perhaps|possibly|probably|could|might|"
+                    r"than|instead|but|unless|nor|isn't|wasn't)\b", re.IGNORECASE)
+"""Words that make a line with several numbers a hedge or a rejection, not one answer."""
+
+
 def extract_answer_flexible(completion: str) -> str:
     """Flexible extraction (the scored one): the strict answer when it is a plain number,
-    otherwise the last number in it ("12 + 7 = 19" → "19", "The answer is 5." → "5")."""
+    otherwise the last number in it ("12 + 7 = 19" → "19", "The answer is 5." → "5"), unless
+    the line hedges or rejects ("either 19 or 20", "Not 19; it was 20": no answer, the line
+    itself is returned, which equals no expected answer)."""
     strict = extract_answer(completion)
     if _NUMBER.fullmatch(strict):
         return strict
     numbers = _NUMBER.findall(strict)
+    if len(numbers) > 1 and _HEDGE.search(strict):
+        return strict
     return numbers[-1] if numbers else strict
 
 
@@ -88,7 +97,7 @@ class ArithTask(StaticTextTask):
     name = "arith"
     level = "L1"
     reward_kind = "rule"
-    version = "4"  # 4: three two-digit operands (a question space the draws rarely repeat)
+    version = "5"  # 5: a line that hedges or rejects gives no answer (`a2rl certify`)
     Params = ArithParams
     generation: ClassVar[GenerationSettings] = GenerationSettings(max_new_tokens=16)
     params: ArithParams
@@ -170,6 +179,12 @@ class ArithTask(StaticTextTask):
 
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": self.user_message(item["question"])}]
+
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        return str(item["answer"])
+
+    def frame_answer(self, item: dict[str, Any], text: str) -> str:
+        return f"The answer is {text}."
 
     def score_completion(self, item: dict[str, Any], completion: str) -> ItemVerdict:
         # The verifier gives partial credit when the answer merely contains the oracle; the

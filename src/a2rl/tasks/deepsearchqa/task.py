@@ -616,6 +616,12 @@ class DeepSearchQATask(InteractiveTask):
                                max_steps=self.rollout.max_steps, collection=self.collection_text(),
                                submit=s.grader.submit)
 
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        return str(item["payload"]["answer"])
+
+    def frame_answer(self, item: dict[str, Any], text: str) -> str:
+        return f"Action: answer[{text}]"
+
     def messages(self, episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
         """No system message (not every chat template has one): the first user turn carries the
         rules and the question, then assistant turns (thought + action) alternate with

@@ -260,6 +260,12 @@ class GSM8KTask(StaticTextTask):
     def messages(self, item: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": self.user_message(item["question"])}]
 
+    def gold_answer(self, item: dict[str, Any]) -> str | None:
+        return str(item["final"])
+
+    def frame_answer(self, item: dict[str, Any], text: str) -> str:
+        return f"The total is {text}.\n#### {text}"
+
     def score_completion(self, item: dict[str, Any], completion: str) -> ItemVerdict:
         """lm-eval's verdicts against the whole gold `answer` (as lm-eval's doc_to_target), and
         the numeric ones against `final`; the score is the one `scored_metric` names."""

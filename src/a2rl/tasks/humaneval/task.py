@@ -221,6 +221,9 @@ class HumanEvalTask(StaticTextTask):
     def train_items(self) -> list[dict[str, Any]]:
         return train_problems()
 
+    def reference_completion(self, item: dict[str, Any]) -> str | None:
+        return str(item["canonical_solution"])
+
     def messages(self, problem: dict[str, Any]) -> list[dict[str, str]]:
         return [{"role": "user", "content": user_message(problem)}]
 

@@ -148,6 +148,9 @@ class WebShopTask(InteractiveTask):
 
     # ------------------------------------------------------------------ prompt and actions
 
+    degenerate_actions: ClassVar[tuple[str, ...]] = (
+        "click[buy now]", "search[product]", "click[< prev]", "click[next >]")
+
     def messages(self, episode: Episode, history: list[dict[str, str]]) -> list[dict[str, str]]:
         """The rules go into the first user turn (no system turn: not every chat template has
         one), followed by the observations and the model's actions."""
