@@ -10,8 +10,10 @@ from __future__ import annotations
 from a2rl.cli import (
     analyze,
     catalog,
+    certify,
     eval,
     examples,
+    export,
     imports,
     models,
     report,
@@ -19,6 +21,7 @@ from a2rl.cli import (
     run,
     runs,
     sweep,
+    view,
 )
 from a2rl.cli._app import app, main
 from a2rl.extensions import commands
@@ -28,10 +31,12 @@ app.command()(sweep.sweep)
 app.command()(run.demo)
 app.command()(analyze.analyze)
 app.command("report")(report.report_cmd)
+app.command()(view.view)
 app.command()(catalog.schema)
 app.command()(rollout.rollout)
 app.command("eval")(eval.eval_cmd)
 app.command()(eval.rescore)
+app.command("certify")(certify.certify_cmd)
 app.command("prepare-model")(models.prepare_model)
 app.command()(examples.examples)
 for _name in commands.names():
@@ -40,6 +45,7 @@ for _name in commands.names():
 app.add_typer(runs.runs_app, name="runs")
 app.add_typer(catalog.agents_app, name="agents")
 app.add_typer(imports.import_app, name="import")
+app.add_typer(export.export_app, name="export")
 app.add_typer(report.results_app, name="results")
 app.add_typer(catalog.tasks_app, name="tasks")
 app.add_typer(models.engines_app, name="engines")

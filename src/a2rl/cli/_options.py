@@ -87,14 +87,38 @@ def _find_run(run: str, runs_dir: Path | None) -> Path:
     return matches[0].parent
 
 
-def _tracking(log_to: str | None) -> TrackingConfig | None:
-    """--log-to as the run config's tracker, checked (package, key, store) before the run
-    folder exists."""
+LogProjectOpt = Annotated[str | None, typer.Option(help="W&B project / MLflow experiment "
+                                                  "(default $WANDB_PROJECT / "
+                                                  "$MLFLOW_EXPERIMENT_NAME, else a2rl).")]
+LogEntityOpt = Annotated[str | None, typer.Option(help="W&B entity, team or user (default "
+                                                 "$WANDB_ENTITY).")]
+LogGroupOpt = Annotated[str | None, typer.Option(help="W&B group / MLflow tag `group` (default "
+                                                "$WANDB_RUN_GROUP).")]
+LogTagOpt = Annotated[list[str] | None, typer.Option(help="A tag of the tracked run; repeatable "
+                                                    "(task, agent and driver are added).")]
+LogNameOpt = Annotated[str | None, typer.Option(help="The tracked run's name (default "
+                                               "$WANDB_NAME, else the run id).")]
+
+
+def _tracking(log_to: str | None, *, project: str | None = None, entity: str | None = None,
+              group: str | None = None, tags: list[str] | None = None,
+              name: str | None = None) -> TrackingConfig | None:
+    """--log-to (with --log-project/-entity/-group/-tag/-name) as the run config's tracker,
+    checked (labels, package, key, store) before the run folder exists."""
+    from a2rl._errors import A2RLError
+
     if log_to is None:
+        given = [f for f, v in (("--log-project", project), ("--log-entity", entity),
+                                ("--log-group", group), ("--log-tag", tags),
+                                ("--log-name", name)) if v]
+        if given:
+            raise A2RLError(f"{', '.join(given)} without --log-to",
+                            "add --log-to wandb or --log-to mlflow")
         return None
     from a2rl.extensions.tracking import check_tracking
     from a2rl.records import TrackingConfig
 
-    cfg = TrackingConfig(to=log_to)  # type: ignore[arg-type]
+    cfg = TrackingConfig(to=log_to, project=project, entity=entity,  # type: ignore[arg-type]
+                         group=group, tags=list(tags or []), name=name)
     check_tracking(cfg)
     return cfg

@@ -4,13 +4,18 @@ checked before anything heavy starts. a2rl.cli registers the commands."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from a2rl.cli._options import (
     EngineOpt,
     EvalGpusOpt,
+    LogEntityOpt,
+    LogGroupOpt,
+    LogNameOpt,
+    LogProjectOpt,
+    LogTagOpt,
     RunsDir,
     VllmMemoryOpt,
     _engine_options,
@@ -90,9 +95,17 @@ def run(
                      ] = None,
     log_to: Annotated[str | None, typer.Option(help="Also log the run to wandb or mlflow "
                                                "(when installed).")] = None,
+    log_project: LogProjectOpt = None,
+    log_entity: LogEntityOpt = None,
+    log_group: LogGroupOpt = None,
+    log_tag: LogTagOpt = None,
+    log_name: LogNameOpt = None,
     engine: EngineOpt = "auto",
     eval_gpus: EvalGpusOpt = None,
     vllm_memory: VllmMemoryOpt = None,
+    cost_limit: Annotated[float | None, typer.Option(
+        help="Stop the agent (exit reason cost_limit) once its recorded LLM spend reaches "
+             "this many US dollars (CLI agents).")] = None,
 ) -> None:
     """Run one agent on one task with one base model under a budget."""
     if log_to not in (None, "wandb", "mlflow"):
@@ -110,9 +123,22 @@ def run(
                      **_engine_options(engine, eval_gpus, vllm_memory),
                      **_limit_options(agent_procs, agent_memory, agent_file_size),
                      **_scaffold_option(scaffold, scaffold_opt),
-                     **_extension_option(extension)},
+                     **_extension_option(extension),
+                     **_cost_limit_option(cost_limit)},
             agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
-            study=study, log_to=log_to)
+            study=study, log_to=log_to,
+            log_labels={"project": log_project, "entity": log_entity, "group": log_group,
+                        "tags": log_tag, "name": log_name})
+
+
+def _cost_limit_option(usd: float | None) -> dict[str, object]:
+    """--cost-limit as `RunConfig.cost_limit_usd` (checked here)."""
+    if usd is not None and not usd > 0:
+        from a2rl._errors import A2RLError
+
+        raise A2RLError(f"--cost-limit {usd:g} is not a positive number of US dollars",
+                        "e.g. --cost-limit 25 (or leave it out: no limit)")
+    return {"cost_limit_usd": usd}
 
 
 def _limit_options(procs: int | None, memory: str | None,
@@ -196,7 +222,7 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
             allow_host: list[str] | None = None,
             grading: dict[str, object] | None = None,
             agent_dirs: list[str] | None = None, study: str | None = None,
-            log_to: str | None = None) -> object:
+            log_to: str | None = None, log_labels: dict[str, Any] | None = None) -> object:
     from a2rl._console import make_console
     from a2rl._errors import A2RLError
     from a2rl._util import parse_duration
@@ -230,7 +256,7 @@ def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
                        eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
                        grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
                        driver=driver, driver_base_url=driver_base_url,
-                       agent_dirs=list(agent_dirs or []), tracking=_tracking(log_to),
+                       agent_dirs=list(agent_dirs or []), tracking=_tracking(log_to, **(log_labels or {})),
                        **net, **(grading or {}))  # type: ignore[arg-type]
     if study:
         from a2rl.sweep import find_study, join_study

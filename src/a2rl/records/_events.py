@@ -9,7 +9,11 @@ from pydantic import ConfigDict, Field
 from a2rl.records._base import Record
 
 EventKind = Literal["turn", "tool_call", "command", "file_edit", "usage", "message", "prompt"]
-"""`prompt`: a message the agent received (the first prompt, a re-prompt): `text` holds it."""
+"""`prompt`: a message the agent received (the first prompt, a re-prompt): `text` holds it
+(extra: source = "first prompt" | "re-prompt", round, chars = its full length when cut). The
+first is at 0 s in turn 0 (kept whole in agent/prompt.md); a re-prompt comes before the turn it
+started. A `cmd:` or reference agent receives no prompt (it reads workspace/instructions.md,
+which the code snapshots keep) and has no event log."""
 
 OUTPUT_CAP = 16384
 """Most characters of a tool's output kept in an event (head and tail kept, the middle cut)."""
@@ -56,8 +60,10 @@ class AgentEvent(Record):
     cost_usd: float | None = None
     """For usage: the CLI's cost estimate in USD, when it reports one."""
     output: str | None = None
-    """For tool_call and command: what the tool returned (stdout/stderr, the file it read, the
-    grader's reply), at most OUTPUT_CAP characters; secrets scrubbed by the launcher."""
+    """For tool_call: what the tool returned (stdout/stderr, the file it read, the grader's
+    reply), at most OUTPUT_CAP characters; secrets scrubbed by the launcher. A shell call's
+    output is on its tool_call event (the command event right after it has the exit code);
+    None: no result seen (still running, killed)."""
     output_chars: int | None = None
     """The full output's length in characters, when `output` was cut to OUTPUT_CAP."""
     is_error: bool | None = None

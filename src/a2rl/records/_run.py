@@ -29,7 +29,7 @@ class ImportInfo(Record):
     """Where an imported run came from (`a2rl import`): another harness made it, so parts of
     a2rl's own record are missing or reconstructed."""
 
-    harness: Literal["posttrainbench", "rdagent"]
+    harness: Literal["posttrainbench", "rdagent", "harbor"]
     """The harness that made the run."""
     source: str
     """The folder it was imported from (absolute path at import time)."""
