@@ -260,3 +260,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
     # A stable sort: the files not listed keep their collection order, after the listed ones.
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+REQUIRE_BACKENDS = "A2RL_REQUIRE_BACKENDS"
+"""Set to 1 (`.ci/run` does): a test skipped because a sandbox backend or the exec tracer cannot
+start fails instead, so a host without user namespaces or strace cannot pass the security
+suites without running them."""
+_BACKEND_SKIP = ("bwrap", "bubblewrap", "strace", "podman", "sandbox", "testjail")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.skipped or os.environ.get(REQUIRE_BACKENDS) != "1":
+        return
+    reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    if any(word in reason.lower() for word in _BACKEND_SKIP):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped where a backend is required ({REQUIRE_BACKENDS}=1): "
+                           f"{reason}")

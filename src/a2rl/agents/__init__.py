@@ -17,6 +17,8 @@ from a2rl.agents._registry import (
 from a2rl.agents._stream import (
     PARSE_REPORT,
     PROMPT_FILE,
+    cap_text,
+    clean_text,
     jsonl_line,
     log_events,
     read_lines,
@@ -31,5 +33,6 @@ __all__ = [
     "AgentContext", "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind",
     "ParseReport", "ParseResult", "agent_class", "agents", "detect_cli", "get_agent", "install",
     "is_installed", "list_agents", "read_lines", "read_parse_report", "read_transcript",
-    "PROMPT_FILE", "jsonl_line", "log_events", "read_log_events", "usage_totals", "with_prompts",
+    "PROMPT_FILE", "cap_text", "clean_text", "jsonl_line", "log_events", "read_log_events",
+    "usage_totals", "with_prompts",
 ]

@@ -91,7 +91,7 @@ def sweep(
     if log_to is not None:
         if log_to not in ("wandb", "mlflow"):
             raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
-        matrix.log = _tracking(log_to)
+        matrix.log = _tracking(log_to, group=matrix.name)  # the sweep's runs chart together
     elif matrix.log is not None:
         from a2rl.extensions.tracking import check_tracking
 

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from a2rl._util import utcnow
-from a2rl.records import BestSoFar, SubmissionRecord
+from a2rl.records import BestSoFar, SubmissionRecord, best_submission
 
 
 class Ledger:
@@ -144,13 +144,7 @@ class Ledger:
     # -- views ------------------------------------------------------------------------------
     def best(self, split: str | None = None) -> BestSoFar | None:
         """Best valid score; hidden-final test records never count (they are not feedback)."""
-        valid = [r for r in self.records() if r.valid and r.score is not None
-                 and r.split != "test" and (split is None or r.split == split)]
-        if not valid:
-            return None
-        top = max(valid, key=lambda r: (r.score, -r.seq))
-        return BestSoFar(submission_id=top.id, score=float(top.score or 0.0),
-                         unseen_score=top.unseen_score)
+        return best_submission(self.records(), split)
 
     def find_scored(self, content_key: str, fingerprint: str,
                     split: str = "all") -> SubmissionRecord | None:

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from a2rl._errors import A2RLError
+from a2rl.agents import cap_text, clean_text
 from a2rl.importers._atif import (
     SCHEMA_VERSION,
     Agent,
@@ -39,7 +40,6 @@ from a2rl.importers._atif import (
 )
 from a2rl.importers._common import interpolate, parse_time
 from a2rl.records import (
-    OUTPUT_CAP,
     AgentEvent,
     RunRecord,
     SubmissionRecord,
@@ -58,13 +58,10 @@ CONTENT_KEYS = ("content", "file_text", "contents")
 
 
 def cap(text: str) -> tuple[str, int | None]:
-    """`text` cut to OUTPUT_CAP characters, its head and tail kept, and its full length when
-    it was cut (None otherwise)."""
-    if len(text) <= OUTPUT_CAP:
-        return text, None
-    marker = f"\n… [{len(text) - OUTPUT_CAP} characters cut] …\n"
-    keep = OUTPUT_CAP - len(marker)
-    return text[:keep // 2] + marker + text[len(text) - (keep - keep // 2):], len(text)
+    """`text` as an event holds it: key-shaped tokens redacted (a Harbor trajectory is
+    another harness's record), cut to OUTPUT_CAP with its head and tail kept, and its full
+    length when it was cut (None otherwise)."""
+    return cap_text(clean_text(text))
 
 
 # --- a2rl events → ATIF -------------------------------------------------------------------
