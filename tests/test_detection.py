@@ -65,26 +65,22 @@ def test_manifest_covers_enough_material() -> None:
             assert (ROOT / f).is_file(), f
 
 
-def test_labels_on_the_fixture_set_are_at_least_95_percent_right() -> None:
-    wrong = []
+KNOWN_WRONG: dict[str, str] = {}
+"""Fixture id -> why its label is knowingly wrong (each listed with its reason); every other
+fixture must be labelled exactly."""
+
+
+def test_every_fixture_is_labelled_exactly_or_listed_as_known_wrong() -> None:
+    wrong, fixed = [], []
     for case in MANIFEST:
         got = label(fixture_files(case), case["command"])
         want = (case["route"], case["k"], case["trains"], case["method"])
-        if got != want:
+        if got != want and case["id"] not in KNOWN_WRONG:
             wrong.append(f"{case['id']}: got {got}, want {want}")
-    accuracy = 1 - len(wrong) / len(MANIFEST)
-    assert accuracy >= 0.95, "\n".join(wrong)
-
-
-def test_route_and_strategy_are_each_at_least_95_percent_right() -> None:
-    route_right = strategy_right = 0
-    for case in MANIFEST:
-        route, kind, _, _ = label(fixture_files(case), case["command"])
-        route_right += route == case["route"]
-        strategy_right += kind == case["k"]
-    n = len(MANIFEST)
-    print(f"route {route_right}/{n}, strategy {strategy_right}/{n}")
-    assert route_right >= 0.95 * n and strategy_right >= 0.95 * n, (route_right, strategy_right, n)
+        if got == want and case["id"] in KNOWN_WRONG:
+            fixed.append(f"{case['id']} is right now: take it off KNOWN_WRONG")
+    assert not wrong and not fixed, "\n".join(wrong + fixed)
+    assert set(KNOWN_WRONG) <= {c["id"] for c in MANIFEST}
 
 
 GROUPS = {"pkg-": "workspace packages through imports", "own-": "trainer classes written in the code",
