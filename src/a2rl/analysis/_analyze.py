@@ -15,7 +15,7 @@ from typing import Any
 
 from a2rl._util import atomic_write_text
 from a2rl._walk import read_text_files
-from a2rl.analysis._audit import audit, data_files, train_visible_files
+from a2rl.analysis._audit import audit, data_files, ground_truth_audit, train_visible_files
 from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
@@ -656,6 +656,9 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      train_texts=train_visible_files(run_dir / "workspace"),
                      seen=_measured_seen(run))
     findings = _drop_base_model_loads(findings, run)
+    findings += ground_truth_audit(run_dir, submissions=subs,
+                                   base=Path(run.model.path) if run.model else None,
+                                   driver_base_url=run.config.driver_base_url)
     if not run.sandboxed and run.imported is not None:
         findings.append(Finding(
             kind="unsandboxed", severity="warning", message=f"imported from {run.imported.harness}: "
@@ -871,9 +874,15 @@ def render_overview(a: RunAnalysis) -> str:
     out.append("")
     if a.findings:
         out += ["## Audit", ""]
-        for f in a.findings:
-            out.append(f"- [{f.severity}] {f.kind}: {f.message}")
-            out += [f"    - `{e}`" for e in f.evidence[:5]]
+        for basis, title in (("ground-truth", "Measured (what ran, the submitted weights)"),
+                             ("heuristic", "Read from code and commands")):
+            chosen = [f for f in a.findings if f.basis == basis]
+            if chosen:
+                out += [f"### {title}", ""]
+            for f in chosen:
+                out.append(f"- [{f.severity}] {f.kind}: {f.message}")
+                out += [f"    - `{e}`" for e in f.evidence[:5]]
+            out += [""] if chosen else []
     if a.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in a.notes]
     return "\n".join(out) + "\n"

@@ -211,23 +211,15 @@ def near_base_copy(folder: Path, base: Path, *, max_ulps: int = NEAR_COPY_ULPS) 
     tensor has the base's name, dtype and shape and lies within `max_ulps` of it (0: identical
     tensors); None when it is a different model."""
     import torch
-    from safetensors import safe_open
 
-    def tensors(d: Path) -> dict[str, tuple[Path, str]]:
-        found: dict[str, tuple[Path, str]] = {}
-        for f in sorted(d.glob("*.safetensors")):
-            with safe_open(str(f), framework="pt") as fh:
-                found.update({k: (f, k) for k in fh.keys()})  # noqa: SIM118
-        return found
+    from a2rl.analysis._lineage import load_pair, tensor_index
 
-    ours, theirs = tensors(folder), tensors(base)
+    ours, theirs = tensor_index(folder), tensor_index(base)
     if not ours or ours.keys() != theirs.keys():
         return None
     worst = 0
     for name in sorted(ours):
-        (fa, ka), (fb, kb) = ours[name], theirs[name]
-        with safe_open(str(fa), framework="pt") as ha, safe_open(str(fb), framework="pt") as hb:
-            a, b = ha.get_tensor(ka), hb.get_tensor(kb)
+        a, b = load_pair(ours[name], theirs[name])
         if a.dtype != b.dtype or a.shape != b.shape:
             return None
         if not a.is_floating_point():
@@ -239,3 +231,70 @@ def near_base_copy(folder: Path, base: Path, *, max_ulps: int = NEAR_COPY_ULPS) 
         if worst > max_ulps:
             return None
     return worst
+
+
+def lineage_findings(run_dir: Path, submissions: list[Any], base: Path | None) -> list[Finding]:
+    """Each scored submission's weight lineage to the base model (`a2rl.analysis._lineage`),
+    read from the grader's snapshots in `run_dir`: a checkpoint that is not a descendant of the
+    base (another architecture, or matrices unrelated to the base's) is `substituted-model`.
+    Snapshots a keep policy removed, and a base no longer on disk, are said so."""
+    from a2rl.analysis._lineage import lineage
+
+    scored = [s for s in submissions if s.status == "scored" and s.artifact_dir]
+    if not scored:
+        return []
+    if base is None or not base.is_dir():
+        return [Finding(kind="lineage-unchecked", severity="info", basis="ground-truth",
+                        message="the base model's weights are not on disk "
+                                f"({base or 'not resolved'}): submissions' lineage not checked")]
+    substituted: list[str] = []
+    descended: list[str] = []
+    gone: list[str] = []
+    seen: set[str] = set()
+    for sub in scored:
+        if sub.artifact_dir in seen:
+            continue
+        seen.add(sub.artifact_dir)
+        folder = run_dir / sub.artifact_dir
+        label = f"{sub.resolved_path or sub.model_path} ({sub.id})"
+        if not folder.is_dir() or not any(folder.glob("*.safetensors")):
+            gone.append(label)
+            continue
+        try:
+            found = lineage(folder, base)
+        except (OSError, ValueError, RuntimeError) as exc:
+            gone.append(f"{label}: unreadable ({exc})")
+            continue
+        (substituted if found.substituted else descended).append(f"{label}: {found.describe()}")
+    findings: list[Finding] = []
+    if substituted:
+        findings.append(Finding(
+            kind="substituted-model", severity="critical", basis="ground-truth",
+            evidence=substituted[:20],
+            message=f"{len(substituted)} scored submission(s) are not descendants of the base "
+                    "model: their architecture or weights are unrelated to its (matrices' "
+                    "median cosine to the base's under 0.5; fine-tuning keeps it near 1)"))
+    if descended:
+        findings.append(Finding(
+            kind="weight-lineage", severity="info", basis="ground-truth", evidence=descended[:20],
+            message=f"{len(descended)} scored submission(s) descend from the base model"))
+    if gone:
+        findings.append(Finding(
+            kind="lineage-unchecked", severity="info", basis="ground-truth", evidence=gone[:20],
+            message=f"{len(gone)} scored submission snapshot(s) no longer on disk (removed by "
+                    "the run's keep policy) or unreadable: lineage not checked"))
+    return findings
+
+
+def ground_truth_audit(run_dir: Path, *, submissions: list[Any], base: Path | None,
+                       driver_base_url: str | None) -> list[Finding]:
+    """Findings measured on what ran, apart from the name-reading ones above: each egress
+    connection's program (`a2rl.analysis._egress`) and each scored submission's weight
+    lineage to the base model."""
+    from a2rl.analysis._egress import attribute, egress_findings
+
+    findings: list[Finding] = []
+    connections = attribute(run_dir, driver_base_url=driver_base_url)
+    if connections is not None:
+        findings += egress_findings(connections, driver_base_url=driver_base_url)
+    return findings + lineage_findings(run_dir, submissions, base)

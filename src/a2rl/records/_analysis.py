@@ -108,6 +108,9 @@ class Finding(Record):
     """What it means, in a sentence."""
     evidence: list[str] = Field(default_factory=list)
     """The lines that showed it."""
+    basis: Literal["heuristic", "ground-truth"] = "heuristic"
+    """heuristic: read from names in code or commands; ground-truth: measured on what ran (the
+    traced processes' connections, the submitted weights)."""
 
 
 class ProcessMetrics(Record):

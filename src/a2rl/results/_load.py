@@ -29,9 +29,10 @@ from a2rl.records import (
 )
 
 AUDIT_FLAG_KINDS: tuple[str, ...] = ("contamination", "privileged-api", "other-model",
-                                     "third-party-llm")
+                                     "third-party-llm", "distillation", "substituted-model")
 """Audit finding kinds that mark a run's score as possibly not earned by post-training alone
-(held-out overlap, privileged task information, foreign models or LLM APIs)."""
+(held-out overlap, privileged task information, foreign models or LLM APIs, read from code or
+measured: a data script calling an LLM API, a submitted model that is not the base's)."""
 
 # Folders of a run directory that hold agent-written or bulky content: never searched for runs.
 _NO_DESCEND = {"workspace", "artifacts", "evals", "code-history.git", "agent", "rescores",

@@ -2,8 +2,10 @@
 namespace. It runs in the harness (outside the sandbox), reached through the loopback bridge,
 and the agent's environment points HTTP(S)_PROXY at it. It serves `CONNECT host:port` (TLS
 tunnels) and absolute-URI HTTP requests, only to allowed hosts, and appends one JSON line per
-attempt to `agent/network.jsonl` (time, host, port, allowed or denied and why): the run's
-record of every connection the agent made or tried.
+attempt to `agent/network.jsonl` (time, host, port, allowed or denied and why, the path of a
+plain-HTTP request, when the connection was accepted and on which port): the run's record of
+every connection the agent made or tried. The accept time and port let the analysis match each
+line to the traced `connect()` of the process that opened it (`a2rl.analysis._egress`).
 
 Allow-list entries: `host` (ports 80 and 443), `host:port`, `*.domain` (any subdomain).
 
@@ -153,7 +155,10 @@ def _is_local(host: str) -> bool:
 class EgressProxy:
     """CONNECT/HTTP proxy with an allow-list; `handle` is served on the bridge's proxy socket."""
 
-    def __init__(self, allow: Iterable[str | AllowEntry], log_path: Path) -> None:
+    def __init__(self, allow: Iterable[str | AllowEntry], log_path: Path, *,
+                 port: int | None = None) -> None:
+        self.port = port
+        """The port the agent reaches the proxy on (recorded with each line)."""
         self.allow = [a if isinstance(a, AllowEntry) else AllowEntry.parse(a) for a in allow]
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,14 +170,18 @@ class EgressProxy:
         with self._lock:
             self._log.close()
 
-    def _record(self, host: str, port: int, method: str, allowed: bool, reason: str) -> None:
+    def _record(self, host: str, port: int, method: str, allowed: bool, reason: str, *,
+                accepted: float, path: str | None = None) -> None:
+        line = {"t": round(time.time(), 3), "host": host[:300], "port": port,
+                "method": method[:16], "allowed": allowed, "reason": reason[:300],
+                "accepted": round(accepted, 6), "proxy_port": self.port}
+        if path is not None:
+            line["path"] = path[:200]
         with self._lock:
             self.counts["allowed" if allowed else "denied"] += 1
             if self._log.closed:
                 return
-            self._log.write(json.dumps({"t": round(time.time(), 3), "host": host[:300],
-                                        "port": port, "method": method[:16],
-                                        "allowed": allowed, "reason": reason[:300]}) + "\n")
+            self._log.write(json.dumps(line) + "\n")
             self._log.flush()
 
     async def _decide(self, host: str, port: int) -> tuple[str | None, str]:
@@ -199,8 +208,9 @@ class EgressProxy:
         return address, why if address is None else "allowed by " + str(entries[0])
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted = time.time()
         try:
-            await self._handle(reader, writer)
+            await self._handle(reader, writer, accepted)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError,
                 ValueError, OSError):
             pass
@@ -208,7 +218,8 @@ class EgressProxy:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      accepted: float) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
         if len(head) > _MAX_HEADER:
             return
@@ -220,21 +231,24 @@ class EgressProxy:
         method, target, version = parts
         if method.upper() == "CONNECT":
             host, port = _split_host_port(target, 443)
-            forward = b""
+            forward, path = b"", None
         else:
             from urllib.parse import urlsplit
 
             url = urlsplit(target)
             if url.scheme != "http" or not url.hostname:
-                self._record(target[:100], 0, method, False, "not an absolute http:// URL")
+                self._record(target[:100], 0, method, False, "not an absolute http:// URL",
+                             accepted=accepted)
                 await _reply(writer, 400, "only CONNECT and absolute http:// URLs are proxied")
                 return
             host, port = url.hostname, url.port or 80
-            path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-            forward = f"{method} {path} {version}\r\n".encode("latin-1") + rest
+            target_path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            forward = f"{method} {target_path} {version}\r\n".encode("latin-1") + rest
+            path = url.path or "/"  # logged without the query, which may carry a key
         host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
         address, reason = await self._decide(host, port)
-        self._record(host, port, method, address is not None, reason)
+        self._record(host, port, method, address is not None, reason, accepted=accepted,
+                     path=path)
         if address is None:
             await _reply(writer, 403, f"egress to {host}:{port} refused ({reason}); the run's "
                          "--allow-host list decides")

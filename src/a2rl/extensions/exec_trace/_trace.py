@@ -7,13 +7,26 @@ append forged `execve` lines). seccomp filtering makes only the traced calls sto
 
 from __future__ import annotations
 
+import functools
 import shutil
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 
 def strace_available() -> str | None:
     return shutil.which("strace")
+
+
+@functools.cache
+def _translates_pids(strace: str) -> bool:
+    """strace ≥ 5.9 can print the pids a sandboxed tracee sees (its own PID namespace) with the
+    host's beside them (`--pidns-translation`), which ties a clone's child to its parent."""
+    try:
+        done = subprocess.run([strace, "-h"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "pidns" in done.stdout + done.stderr  # --pidns-translation, or --decode-pids=pidns
 
 
 def traced_command(argv: list[str], *, strace: str, log: Path,
@@ -23,5 +36,6 @@ def traced_command(argv: list[str], *, strace: str, log: Path,
     reach. `extra_syscalls` are traced too (`AgentLaunch.trace_syscalls`); `parse_exec_log`
     skips their lines."""
     trace = ",".join(["execve", *extra_syscalls])
-    return [strace, "-f", "-q", "--seccomp-bpf", "-e", f"trace={trace}", "-e", "signal=none",
-            "-ttt", "-s", "4096", "-o", str(log), "--", *argv]
+    translate = ["--pidns-translation"] if _translates_pids(strace) else []
+    return [strace, "-f", "-q", "--seccomp-bpf", *translate, "-e", f"trace={trace}",
+            "-e", "signal=none", "-ttt", "-s", "4096", "-o", str(log), "--", *argv]

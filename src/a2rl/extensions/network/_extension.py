@@ -10,6 +10,10 @@ from a2rl._errors import A2RLError
 from a2rl.extensions import AgentLaunch, RunExtension, extensions
 from a2rl.extensions.network._wiring import allow_list, free_port, loopback_port, proxy_env
 
+EGRESS_SYSCALLS = ("connect", "clone", "clone3", "fork", "vfork")
+"""Traced under allowlist (with the exec trace): each connection to the proxy's port by the
+process that made it, and which process started which (threads included)."""
+
 if TYPE_CHECKING:
     from a2rl.records import RunConfig
     from a2rl.sandbox import EgressProxy, Handler, HostBridge
@@ -54,8 +58,10 @@ class NetworkExtension(RunExtension):
         served: dict[int, Handler] = {}
         if config.network == "allowlist":
             allowed = allow_list(config, launch.agent, [part.task for part in launch.parts])
-            self.proxy = EgressProxy(allowed, launch.agent_dir / "network.jsonl")
             proxy_port = free_port(set(ports))
+            self.proxy = EgressProxy(allowed, launch.agent_dir / "network.jsonl", port=proxy_port)
+            # the exec trace then shows which process connected to the proxy, and its parent
+            launch.trace_syscalls += [s for s in EGRESS_SYSCALLS if s not in launch.trace_syscalls]
             served[proxy_port] = self.proxy.handle
             launch.env.update(proxy_env(proxy_port))
             for part in launch.parts:
