@@ -339,7 +339,7 @@ def _group_alive(pgid: int) -> bool:
 def test_repair_signals_no_process_group_it_cannot_prove_is_the_run_s(tmp_path: Path) -> None:
     from a2rl.records._run import ProcessProof
     from a2rl.runner import RunRecord
-    from a2rl.runner._lifecycle import process_proof
+    from a2rl.runner._lifecycle import RUN_MARK_ENV, mark_sha256, process_proof
 
     proc = _sleeper()
     try:
@@ -369,15 +369,61 @@ def test_repair_signals_no_process_group_it_cannot_prove_is_the_run_s(tmp_path: 
             assert done.returncode == 0 and "not signalled" in done.stdout, done.stderr
             assert _group_alive(pgid) and proc.poll() is None
 
-        # the matching proof: the group is the run's and goes
-        run = _record(runs, "arith", "r-proven", status="running", ended=False, pgid=pgid)
+        # the matching proof, computed from /proc as anyone can: not the run's without its mark
+        run = _record(runs, "arith", "r-forged", status="running", ended=False, pgid=pgid)
         rec = RunRecord.model_validate_json((run / "run.json").read_text())
-        rec.agent_proof = real
+        rec.agent_proof, rec.process_mark_sha256 = real, mark_sha256("the run's own mark")
+        (run / "run.json").write_text(rec.model_dump_json())
+        done = _cli("runs", "repair", str(run), "--runs-dir", str(runs))
+        assert done.returncode == 0 and "does not carry the run's mark" in done.stdout, done.stdout
+        assert _group_alive(pgid) and proc.poll() is None
+
+        # the matching proof of a leader started with the run's mark: the group is the run's
+        marked = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                                  env={**os.environ, RUN_MARK_ENV: "the run's own mark"})
+        run = _record(runs, "arith", "r-proven", status="running", ended=False, pgid=marked.pid)
+        rec = RunRecord.model_validate_json((run / "run.json").read_text())
+        rec.agent_proof, rec.process_mark_sha256 = process_proof(marked.pid), \
+            mark_sha256("the run's own mark")
         (run / "run.json").write_text(rec.model_dump_json())
         done = _cli("runs", "repair", str(run), "--runs-dir", str(runs))
         assert done.returncode == 0 and "not signalled" not in done.stdout, done.stdout
-        assert proc.wait(timeout=60) == -signal.SIGKILL
+        assert marked.wait(timeout=60) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_posttrainbench_folder_without_task_imports_whole_or_not_at_all(
+        tmp_path: Path) -> None:
+    """No `task/` (or a `task` that is a file): the run comes in without a workspace, the
+    loss named in the record, never a crash that leaves a folder without run.json. A failure
+    half-way (a metrics.json that is no JSON) leaves no run folder behind."""
+    from a2rl.records import load_run
+
+    for variant in ("missing", "a file"):
+        folder = tmp_path / variant / PTB.parent.name / PTB.name
+        shutil.copytree(PTB, folder)
+        shutil.rmtree(folder / "task")
+        if variant == "a file":
+            (folder / "task").write_text("not a folder\n")
+        runs = tmp_path / f"runs-{variant.replace(' ', '-')}"
+        done = _import("posttrainbench", folder, runs)
+        assert done.returncode == 0, done.stdout + done.stderr
+        [run_dir] = [p.parent for p in runs.glob("*/*/run.json")]
+        record = load_run(run_dir)
+        assert record.best is not None and record.best.score == 64.82
+        assert any("no task/ folder" in u for u in record.imported.unrecovered)  # type: ignore[union-attr]
+        assert (run_dir / "workspace").is_dir() and (run_dir / "code-history.jsonl").is_file()
+        _manifest(run_dir)
+
+    broken = tmp_path / "broken" / PTB.parent.name / PTB.name
+    shutil.copytree(PTB, broken)
+    shutil.rmtree(broken / "task")
+    (broken / "metrics.json").write_text("{not json")
+    runs = tmp_path / "runs-broken"
+    done = _import("posttrainbench", broken, runs)
+    assert done.returncode != 0 and "is not JSON" in " ".join(done.stderr.split()), done.stderr
+    assert "Traceback" not in done.stderr
+    assert not [p for p in runs.rglob("*") if p.is_file()], list(runs.rglob("*"))

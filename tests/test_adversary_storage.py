@@ -276,3 +276,33 @@ def test_sigterm_while_the_close_is_stuck_closes_the_record(
         with contextlib.suppress(OSError):  # let the abandoned thread's open() return
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         slot.close()
+
+
+def test_out_of_inodes_the_agent_s_last_records_are_still_written(
+        small_fs: Callable[..., Path], harness: Callable[..., Harness]) -> None:
+    """The agent takes every inode of the filesystem its run lies on. Once it is gone the
+    harness gives the inodes it held back to the closing steps: the exec trace and the analysis
+    are written and the run closes as the agent ended it. The last code snapshot, which needs
+    an inode per file of the workspace (here over a thousand), is named in the record as not
+    taken, with the reason."""
+    fs = small_fs(size="96m", inodes=2048)
+    h = harness(fs / "runs", _agent("storage_agent.py", "inodes"))
+    code = h.wait()
+    rec = h.record()
+    log = h.log_path.read_text(errors="replace")
+    assert rec is not None and code == 0, log
+    assert rec.status == "finished" and rec.exit_reason == "agent_exited", (rec.error, log)
+    assert "Traceback" not in log
+    run_dir = h.run_dir
+    assert "FILLED inodes" in (run_dir / "agent" / "transcript.log").read_text()
+    if rec.exec_traced:  # strace present and able to follow the sandbox
+        execs = [json.loads(x) for x in (run_dir / "agent" / "exec.jsonl").read_text().splitlines()]
+        assert any("agent.py" in e["argv"] for e in execs), execs
+    history = run_dir / "code-history.jsonl"
+    tags = [json.loads(x)["tag"] for x in history.read_text().splitlines()] \
+        if history.exists() else []
+    assert "final" in tags or (
+        "the final code snapshot was not taken: the run directory's storage refused a write"
+        in (rec.error or "")), (tags, rec.error)
+    assert (run_dir / "analysis.json").is_file() and (run_dir / "summary.md").is_file()
+    assert not (run_dir / ".closing-inodes").exists()

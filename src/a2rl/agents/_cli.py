@@ -38,10 +38,10 @@ from a2rl.agents._stream import (
     PARSE_REPORT,
     PROMPT_FILE,
     finish_report,
-    jsonl_line,
     read_transcript,
     session_prompts,
     with_prompts,
+    write_jsonl,
 )
 
 if TYPE_CHECKING:
@@ -365,7 +365,7 @@ class CLIAgent(Agent):
         if first is not None and not prompt_file.exists():
             prompt_file.write_text(first)
         parsed = self.parse_with_prompts(agent_dir, lines)
-        (agent_dir / "events.jsonl").write_text("".join(jsonl_line(e) for e in parsed.events))
+        write_jsonl(agent_dir / "events.jsonl", parsed.events)
         (agent_dir / PARSE_REPORT).write_text(parsed.report.model_dump_json(indent=2) + "\n")
         return len(parsed.events)
 

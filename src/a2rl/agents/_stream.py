@@ -42,13 +42,16 @@ def read_lines(path: Path, times: list[str] | None = None) -> list[tuple[float, 
     own timestamps give the time (a transcript another harness wrote). Lines are split on
     "\n" only, as the supervisor timed them: str.splitlines would also split inside a JSON
     line at U+2028/U+2029 or \x1c-\x1e (Node prints them unescaped), and the file is decoded
-    without newline translation (a progress bar's bare \r is no line end either)."""
-    lines = path.read_bytes().decode("utf-8", "replace").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    without newline translation (a progress bar's bare \r is no line end either). The file is
+    read a line at a time (a binary file splits at b"\n" only): only the lines' text is held,
+    never the whole file's bytes and its decoded copy besides."""
     times = times or []
-    return [(float(times[i]) if i < len(times) else 0.0, line.removesuffix("\r"))
-            for i, line in enumerate(lines)]
+    out: list[tuple[float, str]] = []
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh):
+            line = raw.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+            out.append((float(times[i]) if i < len(times) else 0.0, line))
+    return out
 
 
 def read_transcript(agent_dir: Path) -> list[tuple[float, str]]:
@@ -96,6 +99,14 @@ def jsonl_line(record: BaseModel) -> str:
     for raw, escaped in _LINE_BREAKS.items():
         text = text.replace(raw, escaped)
     return text + "\n"
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel]) -> None:
+    """`records` as JSONL lines (`jsonl_line`), written one at a time: a transcript's events
+    are as large as the transcript, and never held twice (a list of lines and their join)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(jsonl_line(record))
 
 
 def _clean_strings(value: Any) -> Any:

@@ -9,15 +9,17 @@ CLI reads from it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl._walk import rmtree
 from a2rl.importers._source import Source, find_marked
 from a2rl.records import AgentEvent, write_json
 
@@ -200,6 +202,17 @@ def snapshot(run_dir: Path, workspace: Path, tags: list[tuple[str, float]]) -> N
         recorder.snapshot(tag, elapsed)
 
 
+@contextlib.contextmanager
+def removed_on_failure(run_dir: Path) -> Iterator[Path]:
+    """A run folder an import is writing: removed whole when the import fails, so no folder
+    without its run.json (which `runs list`, `repair` and `analyze` would trip over) is left."""
+    try:
+        yield run_dir
+    except BaseException:
+        rmtree(run_dir)
+        raise
+
+
 def new_run_dir(runs_dir: Path, task: str, run_id: str, *, force: bool) -> Path:
     run_dir = runs_dir / task / run_id
     if run_dir.is_symlink():
@@ -227,5 +240,5 @@ def safe_id(text: str) -> str:
 
 
 __all__ = ["Source", "copy_text_tree", "interpolate", "new_run_dir", "parse_agent_events", "parse_time",
-           "relative_times", "safe_id", "snapshot", "strip_timestamps", "write_events", "write_json",
-           "write_transcript"]
+           "relative_times", "removed_on_failure", "safe_id", "snapshot", "strip_timestamps",
+           "write_events", "write_json", "write_transcript"]

@@ -30,6 +30,7 @@ from a2rl.importers._common import (
     new_run_dir,
     parse_agent_events,
     relative_times,
+    removed_on_failure,
     safe_id,
     snapshot,
     strip_timestamps,
@@ -127,7 +128,6 @@ def _import(folder: Path, src: Source, runs_dir: Path, *, run_id: str | None,
     else:
         unrecovered.append("the agent's trace (solve_out.txt is missing or refused)")
     known = [t for t in stamps if t is not None]
-    start = known[0] if known else None
     taken = src.read_text("time_taken.txt", MAX_NOTE_BYTES, "the agent's wall time")
     agent_s = _hms(taken) if taken is not None else None
     if agent_s is None and known:
@@ -139,11 +139,30 @@ def _import(folder: Path, src: Source, runs_dir: Path, *, run_id: str | None,
 
     run_id = safe_id(run_id or f"ptb-{folder.parent.name}-{folder.name}")
     run_dir = new_run_dir(runs_dir, safe_id(task), run_id, force=force)
+    with removed_on_failure(run_dir):
+        return _fill(folder, src, run_dir, runs_dir, args=args, run_id=run_id, lines=lines,
+                     stamps=stamps, agent_s=agent_s, hours=hours, baseline=baseline,
+                     unrecovered=unrecovered, reconstructed=reconstructed)
+
+
+def _fill(folder: Path, src: Source, run_dir: Path, runs_dir: Path, *, args: dict[str, str],
+          run_id: str, lines: list[str], stamps: list[dt.datetime | None],
+          agent_s: float | None, hours: float | None, baseline: float | None,
+          unrecovered: list[str], reconstructed: list[str]) -> Path:
+    """The run folder's records, from what `_import` read of the source folder."""
+    task = args.get("task", "unknown")
+    known = [t for t in stamps if t is not None]
+    start = known[0] if known else None
     workspace = run_dir / "workspace"
-    skipped = copy_text_tree(src, "task", workspace) if src.is_dir("task") else []
+    has_task = src.is_dir("task")
+    skipped = copy_text_tree(src, "task", workspace) if has_task else []
     if skipped:
         reconstructed.append(f"workspace: text files of task/ copied; {len(skipped)} binary or "
                              "large files left in the source folder")
+    if not has_task:
+        workspace.mkdir()
+        unrecovered.append("the agent's working folder (no task/ folder, or it is refused): the "
+                           "code snapshots are empty")
 
     fmt: str | None = None
     if lines:
@@ -221,5 +240,5 @@ def _import(folder: Path, src: Source, runs_dir: Path, *, run_id: str | None,
 
         record.best = BestSoFar(submission_id="s0001", score=score)
     write_json(run_dir / "run.json", record)
-    src.write_manifest(run_dir, HARNESS)
+    src.write_manifest(run_dir, HARNESS)  # lists every file written, run.json included
     return run_dir

@@ -1,7 +1,13 @@
 """What the agent did, recorded by the harness during the run (outside the workspace)."""
 
 from a2rl.recording._artifacts import ArtifactEntry, ArtifactIndexer, read_artifacts, read_parent
-from a2rl.recording._closing import RecordSlot, bounded_close, storage_failure
+from a2rl.recording._closing import (
+    INODE_RESERVE,
+    RecordSlot,
+    bounded_close,
+    free_inodes,
+    storage_failure,
+)
 from a2rl.recording._cost import (
     NO_GPU,
     NO_NVML,
@@ -41,7 +47,7 @@ __all__ = [
     "gpu_hours",
     "llm_spend", "unpriced_tail", "version_line", "visible_gpus",
     "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "ExecLogReader", "RecordSlot",
-    "Snapshot",
+    "Snapshot", "free_inodes", "INODE_RESERVE",
     "bounded_close", "diff_stat", "join_unfinished", "parse_exec_log", "read_artifacts",
     "read_exec_events", "read_parent", "read_snapshots", "snapshot_files", "storage_failure",
 ]

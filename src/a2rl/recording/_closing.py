@@ -1,6 +1,8 @@
 """Closing a run's record when its own storage fails, and closing it within a deadline.
 
-`RecordSlot` owns `run.json`. Every write is atomic (temporary file + rename). When the
+`RecordSlot` owns `run.json`, and the inodes held back for the records written after the agent
+is gone (`reserve_inodes`, `free_inodes`: out of inodes, a step that needs a new file would
+otherwise lose its record). Every write is atomic (temporary file + rename). When the
 temporary file cannot be created or filled (no inode, no byte, a quota), the record is
 rewritten in place through a descriptor held on the existing `run.json` (an existing inode
 needs no allocation) when it fits the blocks that file already holds, padded with whitespace
@@ -32,10 +34,15 @@ from pathlib import Path
 from types import FrameType
 
 from a2rl._util import atomic_write_text
+from a2rl._walk import rmtree
 
 RESERVE_NAME = ".closing"
 RESERVE_BYTES = 512 * 1024
 """Bytes (and one inode) held back at run start for the closing record."""
+INODE_RESERVE_NAME = ".closing-inodes"
+INODE_RESERVE = 256
+"""Empty files (inodes, no blocks) held back at run start for what the harness writes once the
+agent is gone: agent/exec.jsonl, agent/events.jsonl, the last code snapshot, the analysis."""
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 
@@ -70,10 +77,24 @@ class RecordSlot:
         finally:
             os.close(fd)
 
+    def reserve_inodes(self) -> None:
+        """Hold back `INODE_RESERVE` inodes in `.closing-inodes/` (as many as there are)."""
+        folder = self.path.parent / INODE_RESERVE_NAME
+        try:
+            folder.mkdir(mode=0o700)
+            for i in range(INODE_RESERVE):
+                os.close(os.open(folder / str(i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError:
+            return  # what could be held back is; the rest of the run is not held up
+
+    def free_inodes(self) -> None:
+        free_inodes(self.path.parent)
+
     def release(self) -> None:
-        """Remove the reserve (a closed run needs it no more)."""
+        """Remove the reserves (a closed run needs them no more)."""
         with contextlib.suppress(OSError):
             self.reserve.unlink()
+        self.free_inodes()
 
     def write(self, text: str, *, final: bool = False) -> None:
         """Write the record; `final` seals it. Raises OSError only for a failure that is not
@@ -172,6 +193,20 @@ class RecordSlot:
         fd, self._fd = self._fd, -1
         if fd >= 0:
             os.close(fd)
+
+
+def free_inodes(run_dir: Path, count: int | None = None) -> None:
+    """Give `count` (None: all) of the inodes `RecordSlot.reserve_inodes` held back in `run_dir`
+    to the closing steps, once the agent is gone (its files can no longer take them). Half go
+    when the agent exits (exec trace, events, the last snapshot), the rest when the record is
+    sealed (the analysis): a step that fails half-way cannot starve the ones after it."""
+    folder = run_dir / INODE_RESERVE_NAME
+    with contextlib.suppress(OSError):
+        if count is None:
+            rmtree(folder)
+            return
+        for name in sorted(os.listdir(folder))[:count]:
+            os.unlink(folder / name)
 
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)

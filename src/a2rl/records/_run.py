@@ -368,6 +368,9 @@ class RunRecord(Record):
     agent_proof: ProcessProof | None = None
     """The agent group leader's identity when it started: repair signals `agent_pgid` only
     while its leader still matches it."""
+    process_mark_sha256: str | None = None
+    """SHA-256 of the mark in the environment of every process the harness started: repair
+    signals only processes that carry it."""
     repaired_at: dt.datetime | None = None
     """When `a2rl runs repair` closed this record after the harness died."""
     grader_url: str | None = None

@@ -15,11 +15,17 @@ from rich.progress import Progress, TaskID
 from a2rl._console import plain_text, safe
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.agents import Agent, AgentContext, AgentEvent
-from a2rl.extensions import AgentLaunch
+from a2rl.agents import Agent, AgentContext, AgentEvent, CommandAgent
+from a2rl.extensions import AgentLaunch, RunExtension
 from a2rl.grader import Grader
-from a2rl.recording import ResourceSampler, ResourceSamples
-from a2rl.runner._lifecycle import SANDBOX_FILE, process_proof
+from a2rl.recording import (
+    INODE_RESERVE,
+    ResourceSampler,
+    ResourceSamples,
+    free_inodes,
+    storage_failure,
+)
+from a2rl.runner._lifecycle import RUN_MARK_ENV, SANDBOX_FILE, process_proof, run_mark
 from a2rl.runner._precheck import early_exit_hint
 from a2rl.runner._provenance import record_provenance
 from a2rl.runner._spend import CostWatch, agent_spend, pricing_model, recorded_events, unpriced_note
@@ -54,9 +60,12 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
     launch.secrets = agent.secrets(ctx)
     agent.prepare(ctx)
     launch.argv = agent.command(ctx)
-    launch.env = agent.environment(ctx)
+    launch.env = {**agent.environment(ctx), RUN_MARK_ENV: run_mark()}  # for `runs repair`
     record_provenance(launch, ctx)  # the CLI's version, asked inside the sandbox
     launch.agent_dir.mkdir(exist_ok=True)
+    # the user's own folders, mounted as they are: what only their owner may read is masked
+    own = [Path(d) for d in config.agent_dirs] + (
+        agent.sandbox_mounts() if isinstance(agent, CommandAgent) else [])
     launch.read_only = list(dict.fromkeys(agent.sandbox_mounts() + [
         Path(d) for d in config.agent_dirs])) + [
         p.workspace / entry for p in parts if p.workspace != ws.root
@@ -71,7 +80,8 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
         sandbox.limits = Limits.from_options(  # type: ignore[union-attr]
             config.agent_procs, config.agent_memory, config.agent_file_size)
     launch.argv = sandbox.wrap(launch.argv, workspace=ws.root, read_only=launch.read_only,
-                               bridge=launch.bridge, masks=sandbox_masks(masked, visible),
+                               bridge=launch.bridge,
+                               masks=sandbox_masks(masked, visible, mounted=own),
                                env=launch.env)
     for ext in launch.extensions:
         ext.wrap_command(launch)
@@ -147,8 +157,10 @@ def supervise_agent(launch: AgentLaunch, proc: AgentProcess, progress: Progress,
         samples = sampler.stop()
         proc.close()
         launch.sandbox.cleanup()
-        for ext in launch.extensions:
-            ext.agent_exited(launch)
+        for part in launch.parts:  # the agent is gone: its files can take them no more
+            free_inodes(part.run_dir, INODE_RESERVE // 2)
+        for ext in launch.extensions:  # each on its own: one failing loses no other's record
+            _after_agent(launch, ext)
         if terminated:  # no time to parse the transcript: the GPUs, memory and time only
             _record_cost(launch, None, samples, stopped - t1)
     n_events = _write_agent_events(launch.agent, launch.agent_dir, console)
@@ -168,6 +180,22 @@ def supervise_agent(launch: AgentLaunch, proc: AgentProcess, progress: Progress,
         console.print(f"the agent's recorded spend (${watch.spent:.4f}) reached --cost-limit "
                       f"${config.cost_limit_usd:g}")
     _show_early_exit(launch, reason, code)
+
+
+def _after_agent(launch: AgentLaunch, ext: RunExtension) -> None:
+    """`ext.agent_exited`; a failure is shown and named in each part's record (run.json's
+    error), never raised: the steps after it still write their records."""
+    try:
+        ext.agent_exited(launch)
+    except Exception as exc:  # noqa: BLE001 - recorded below
+        why = (f"the run directory's storage refused a write ({exc})" if storage_failure(exc)
+               else f"{type(exc).__name__}: {exc}")
+        launch.console.print(f"[yellow]{safe(ext.name)} failed when the agent exited "
+                             f"({safe(why)})[/]")
+        for part in launch.parts:
+            part.record.error = "; ".join(x for x in (
+                part.record.error, f"{ext.name}: its records of the agent were not written: "
+                f"{why}") if x)
 
 
 def _record_cost(launch: AgentLaunch, events: list[AgentEvent] | None,

@@ -8,17 +8,21 @@ child the harness started (the evaluation children run in their own sessions, th
 its own). A second signal during that cleanup is ignored.
 
 SIGKILL cannot be handled: `repair_run` (`a2rl runs repair RUN`) closes such a record
-afterwards from its ledger, marks it `harness_died`, and kills what is left of the run
-(processes whose working directory or command line lies in the run directory, and the
-recorded agent process group, only while its leader is provably the agent: the start time
-and command line recorded in `agent_proof` still match; a record is input, and a pid in it
-may name any process by now).
+afterwards from its ledger, marks it `harness_died`, and kills what is left of the run: only
+processes that carry the run's mark (`RUN_MARK_ENV` in their environment, a random value whose
+SHA-256 the record keeps; every process the harness starts inherits it, and no other process can
+be given it afterwards). A working directory, a command line or an open file in the run folder
+proves nothing (an operator's shell, a `tail -f` of the summary); nor does a recorded process
+proof alone, which anyone can compute from /proc: the recorded agent group is signalled only
+while its leader matches `agent_proof` and carries the mark.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import secrets
 import signal
 import threading
 from collections.abc import Iterator
@@ -55,6 +59,38 @@ def _remove_sandbox_leftovers(run_dir: Path) -> None:
         return
     if callable(remove):
         remove(state)
+
+
+RUN_MARK_ENV = "A2RL_RUN_MARK"
+"""In the environment of every process the harness starts: the harness's random mark."""
+_mark: list[str] = []
+
+
+def run_mark() -> str:
+    """This harness's process mark, made on the first call and put into `os.environ` (so every
+    child started afterwards inherits it; an agent environment built from scratch adds it)."""
+    if not _mark:
+        _mark.append(secrets.token_hex(16))
+    os.environ[RUN_MARK_ENV] = _mark[0]
+    return _mark[0]
+
+
+def mark_sha256(mark: str) -> str:
+    """What the record keeps of the mark: repair matches it, a reader cannot hand it out."""
+    return hashlib.sha256(mark.encode()).hexdigest()
+
+
+def carries_mark(pid: int, sha256: str) -> bool:
+    """Whether process `pid` was started with the mark whose SHA-256 is `sha256`
+    (/proc/<pid>/environ: its environment at exec, which nothing can change from outside)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return False
+    prefix = RUN_MARK_ENV.encode() + b"="
+    values = [item[len(prefix):] for item in raw.split(b"\0") if item.startswith(prefix)]
+    return any(hashlib.sha256(v).hexdigest() == sha256 for v in values)
 
 
 _state = threading.local()
@@ -203,9 +239,14 @@ def repair_run(run_dir: Path, notes: list[str] | None = None) -> tuple[RunRecord
         else:
             said.append(f"agent process group {record.agent_pgid} not signalled: {why}")
     _remove_sandbox_leftovers(run_dir)
-    for pid in _processes_of(run_dir):
-        _kill_with_group(pid)
-        killed.append(pid)
+    if record.process_mark_sha256 is None:
+        said.append("no leftover process signalled: the record holds no process mark (find "
+                    "them with `ps`)")
+    else:
+        for pid in _processes_of(run_dir):
+            if pid not in killed and carries_mark(pid, record.process_mark_sha256):
+                _kill_with_group(pid)
+                killed.append(pid)
     ledger_path = run_dir / "ledger.jsonl"
     if ledger_path.exists():
         ledger = Ledger(ledger_path)
@@ -298,4 +339,10 @@ def agent_group_unproven(record: RunRecord) -> str | None:
                "line of its leader)"
     if proof.pid != record.agent_pgid:
         return f"the record's proof is for pid {proof.pid}, not the group {record.agent_pgid}"
-    return proof_mismatch(proof)
+    if (mismatch := proof_mismatch(proof)) is not None:
+        return mismatch
+    if record.process_mark_sha256 is None or not carries_mark(proof.pid,
+                                                               record.process_mark_sha256):
+        return f"process {proof.pid} does not carry the run's mark (its environment was not " \
+               "given by the run's harness)"
+    return None

@@ -41,6 +41,7 @@ from a2rl.grader import (
 from a2rl.models import ResolvedModel
 from a2rl.recording import RecordSlot, close_cost, storage_failure
 from a2rl.records import ModelInfo, RunConfig, RunRecord, TaskInfo
+from a2rl.runner._lifecycle import mark_sha256, run_mark
 from a2rl.runner._supervise import HarnessTerminated
 from a2rl.tasks import get_task
 from a2rl.workspace import (
@@ -171,13 +172,15 @@ class TaskRun:
             self.task.name)["params"]})
         self.record = RunRecord(run_id=run_id, status="setting_up", created_at=utcnow(),
                                 config=shown, versions=package_versions(), sandboxed=sandboxed,
-                                harness_pid=os.getpid(), flags=run_flags(config, sandboxed))
+                                harness_pid=os.getpid(), flags=run_flags(config, sandboxed),
+                                process_mark_sha256=mark_sha256(run_mark()))
         self.grader: Grader | None = None
         self.server: GraderServer | None = None
         self.read_only: list[Path] = []  # what the extensions mount read-only
         self.slot = RecordSlot(self.run_dir / "run.json")
         self.save()
         self.slot.reserve_space()  # bytes and an inode for the closing record
+        self.slot.reserve_inodes()  # for the records written once the agent is gone
 
     @property
     def workspace(self) -> Path:

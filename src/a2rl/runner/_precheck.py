@@ -241,7 +241,7 @@ def agent_path_env() -> str:
 def check_in_sandbox(plan: CommandPlan, sandbox: object, *, timeout_s: float = 60) -> None:
     """Look the command up inside the sandbox as the agent will see it; A2RLError naming what
     is missing and the fix."""
-    from a2rl.sandbox import Masks
+    from a2rl.sandbox import owner_only_masks_in
 
     checks: list[str] = []
     if plan.program:
@@ -249,13 +249,15 @@ def check_in_sandbox(plan: CommandPlan, sandbox: object, *, timeout_s: float = 6
                       "{ echo missing; exit 3; }")
     if plan.script:
         test = "-x" if plan.direct else "-r"
-        checks.append(f"[ {test} {shlex.quote(plan.script)} ] || {{ echo unreadable; exit 4; }}")
+        script = shlex.quote(plan.script)  # masked (owner-only): /dev/null, no regular file
+        checks.append(f"[ -f {script} ] && [ {test} {script} ] || {{ echo unreadable; exit 4; }}")
     if not checks:
         return
     env = {"PATH": agent_path_env(), "HOME": "/tmp/home"}
     with tempfile.TemporaryDirectory(prefix="a2rl-precheck-") as ws:
         argv = sandbox.wrap(["bash", "-c", "; ".join(checks)],  # type: ignore[attr-defined]
-                            workspace=Path(ws), read_only=plan.mounts, masks=Masks(), env=env)
+                            workspace=Path(ws), read_only=plan.mounts,
+                            masks=owner_only_masks_in(plan.mounts), env=env)
         try:
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   timeout=timeout_s, env={**os.environ, **env}, errors="replace")
@@ -271,7 +273,7 @@ def check_in_sandbox(plan: CommandPlan, sandbox: object, *, timeout_s: float = 6
     if done.returncode == 4:
         raise A2RLError(f"the agent script {plan.script} is not "
                         f"{'executable' if plan.direct else 'readable'} inside the sandbox "
-                        "(it runs as another user)",
+                        "(it runs as another user; what only its owner may read is masked)",
                         f"make it readable by everyone: chmod a+r{'x' if plan.direct else ''} "
                         f"{plan.script} (and a+x on its folders)")
     if done.returncode != 0:

@@ -5,7 +5,7 @@ environment."""
 
 from a2rl.sandbox._bridge import BRIDGE_CODE, Handler, HostBridge
 from a2rl.sandbox._limits import Limits
-from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
+from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, owner_only_masks_in, python_roots, sandbox_masks
 from a2rl.sandbox._proxy import AllowEntry, EgressProxy, default_allow_list
 from a2rl.sandbox._sandbox import (
     BIND_RECORD,
@@ -32,5 +32,5 @@ __all__ = [
     "SYSTEM_DIRS", "AllowEntry", "BwrapSandbox", "EgressProxy", "Handler", "HostBridge", "Limits",
     "Masks", "NetworkPolicy", "NoSandbox", "Sandbox", "SandboxKind", "backend_class",
     "bind_source", "default_allow_list", "get_sandbox", "make_bind_point", "mounted_roots",
-    "python_roots", "sandbox_masks", "sandboxes", "start_sandbox", "system_mount_args",
+    "owner_only_masks_in", "python_roots", "sandbox_masks", "sandboxes", "start_sandbox", "system_mount_args",
 ]

@@ -16,7 +16,8 @@ Three sources, merged by `sandbox_masks`:
     `Task.sandbox_visible_paths()`);
 plus dataset/model caches ($HF_HOME, $HF_DATASETS_CACHE, $A2RL_HOME, $ALFWORLD_DATA, …)
 whenever they lie under a mounted folder, and what other users may not read in the mounted
-Python environment (the agent has the invoking user's rights outside: all of them as root).
+Python environment and in the agent's own mounted folders (the agent has the invoking user's
+rights outside: all of them as root).
 """
 
 from __future__ import annotations
@@ -220,24 +221,41 @@ def _owner_only_in(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(files), tuple(folders)
 
 
-def owner_only_masks() -> Masks:
+def owner_only_masks(mounted: Sequence[Path] = ()) -> Masks:
     """The files and folders of the mounted Python environment (the venv, a base interpreter
     outside the system folders, a2rl's source) that other users may not read
-    (`owner_only_paths`). The system folders, a base interpreter in /usr included, are the
-    backends' own (`masked_system_paths`). The walk (~10^5 files, seconds) is done once per
-    process: the environment is installed, not written by runs."""
+    (`owner_only_paths`), and those in `mounted` (`owner_only_masks_in`). The system folders,
+    a base interpreter in /usr included, are the backends' own (`masked_system_paths`). The
+    environment's walk (~10^5 files, seconds) is done once per process: the environment is
+    installed, not written by runs."""
     system = [Path(d) for d in SYSTEM_DIRS]
     roots = tuple(str(r) for r in python_roots()
                   if not any(r == d or d in r.parents for d in system))
     files, folders = _owner_only_in(roots)
+    own = owner_only_masks_in(mounted)
+    return Masks(dirs=[Path(d) for d in folders] + own.dirs,
+                 files=[Path(f) for f in files] + own.files)
+
+
+def owner_only_masks_in(mounted: Sequence[Path]) -> Masks:
+    """What other users may not read inside the folders of `mounted` (an agent's own folders,
+    mounted as they are: a `cmd:` script's folder, --agent-dir), e.g. a 0600 `.env` or a 0700
+    `.ssh/` beside the script. Walked on every call: users change these between runs. Files
+    in `mounted` are mounted as the user named them and are not walked; the system folders
+    and the Python environment are masked by the backends and `owner_only_masks`."""
+    covered = [Path(d) for d in SYSTEM_DIRS] + python_roots()
+    roots = [str(p) for p in dict.fromkeys(Path(os.path.abspath(m)) for m in mounted)
+             if not any(p == c or c in p.parents for c in covered)]
+    files, folders = owner_only_paths(roots)
     return Masks(dirs=[Path(d) for d in folders], files=[Path(f) for f in files])
 
 
-def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path] = ()) -> Masks:
+def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path] = (),
+                  mounted: Sequence[Path] = ()) -> Masks:
     """All masks: reference packages, a2rl package data, caches, owner-only files of the
-    Python environment, and the tasks' own."""
+    Python environment and of the agent's own `mounted` folders, and the tasks' own."""
     parts = [reference_package_masks(), a2rl_package_masks(task_visible), cache_masks(),
-             owner_only_masks()]
+             owner_only_masks(mounted)]
     out = Masks()
     for m in parts:
         out.dirs += m.dirs

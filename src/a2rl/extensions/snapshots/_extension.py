@@ -46,6 +46,10 @@ class SnapshotsExtension(RunExtension):
         recorder = self._recorders.pop(part.run_dir, None)
         if recorder is not None:
             recorder.stop()  # the final snapshot
+            if recorder.failure is not None:
+                part.record.error = "; ".join(x for x in (
+                    part.record.error, f"the final code snapshot was not taken: {recorder.failure}")
+                    if x)
 
     def launch_closed(self, launch: AgentLaunch) -> None:
         for recorder in self._recorders.values():

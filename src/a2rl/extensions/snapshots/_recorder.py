@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from a2rl.recording import ArtifactIndexer, CodeRecorder
+from a2rl.recording import ArtifactIndexer, CodeRecorder, storage_failure
 
 log = logging.getLogger("a2rl.recording")
 
@@ -22,14 +22,22 @@ class RunRecorder:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._periodic = 0
+        self.failure: str | None = None
 
     def record(self, tag: str) -> None:
-        """Snapshot now. Never raises: recording must not break a run."""
+        """Snapshot now. Never raises: recording must not break a run. Why the last snapshot
+        failed is kept in `failure` (None once one succeeds)."""
         try:
             self.code.snapshot(tag, self.elapsed())
             self.artifacts.scan(self.elapsed())
-        except Exception:
-            log.exception("recording %s failed", tag)
+            self.failure = None
+        except Exception as exc:
+            if storage_failure(exc):  # the run's storage is full: no traceback to read
+                self.failure = f"the run directory's storage refused a write ({exc})"
+                log.warning("recording %s failed: %s", tag, self.failure)
+            else:
+                self.failure = f"{type(exc).__name__}: {exc}"
+                log.exception("recording %s failed", tag)
 
     def start(self) -> None:
         def loop() -> None:
