@@ -15,12 +15,13 @@ from typing import Any
 
 from a2rl._util import atomic_write_text
 from a2rl._walk import read_text_files
-from a2rl.analysis._audit import audit, data_files, ground_truth_audit, train_visible_files
+from a2rl.analysis._audit import audit, contamination, data_files, ground_truth_audit
 from a2rl.analysis._data import data_source
 from a2rl.analysis._detect import Detection
 from a2rl.analysis._launch import CommandReader, launched_file, simple_commands
 from a2rl.analysis._methods import labels, primary_method, route_of
 from a2rl.analysis._phases import phase_times, turn_phases
+from a2rl.analysis._trained_data import train_visible, trained_texts
 from a2rl.recording import (
     ArtifactEntry,
     diff_stat,
@@ -330,6 +331,19 @@ def _data_kind(paths: list[str]) -> str:
         "self-generated" if own else "unknown"
 
 
+def _training_launches(labelled: list[tuple[ExecEvent, str]], reader: CommandReader
+                       ) -> list[tuple[ExecEvent, Detection]]:
+    """The traced programs that launched training (one that updates parameters)."""
+    out: list[tuple[ExecEvent, Detection]] = []
+    for ev, phase in labelled:
+        if phase not in ("SFT", "RL"):
+            continue
+        found = reader.analyse_argv(ev.argv)
+        if found is not None and found.trains:
+            out.append((ev, found))
+    return out
+
+
 def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandReader,
                         workspace: Path, artifacts: list[ArtifactEntry]) -> list[Experiment]:
     """One experiment per program that launched training (one that updates parameters),
@@ -338,12 +352,7 @@ def _traced_experiments(labelled: list[tuple[ExecEvent, str]], reader: CommandRe
     out: list[Experiment] = []
     running: list[tuple[str, float]] = []  # (file, end) of accepted launches
     launched = sorted({f for ev, _ in labelled for f in _command_files(ev.argv, reader)})
-    for ev, phase in labelled:
-        if phase not in ("SFT", "RL"):
-            continue
-        found = reader.analyse_argv(ev.argv)
-        if found is None or not found.trains:
-            continue
+    for ev, found in _training_launches(labelled, reader):
         key = launched_file(ev.argv) or " ".join(ev.argv)
         if any(k == key and ev.start_s <= end for k, end in running):
             continue
@@ -647,15 +656,27 @@ def _run_level(run_dir: Path, run: RunRecord, subs: list[SubmissionRecord],
                      "the agent ran, not per model turn")
 
     base_hash = run.model.content_hash if run.model else None
+    given = train_visible(run_dir, run)
+    notes += given.notes
+    # Data files the traced training launches read, checked on their own (ground truth); the
+    # task's untouched files among them hold only what the task gave.
+    trained = {rel: text for rel, text in trained_texts(
+        [ev.argv for ev, _ in _training_launches(labelled, reader)], reader, ws).items()
+        if given.original.get(rel) != text}
+    seen = _measured_seen(run)
     findings = audit(task=run.config.task, code=final_files, transcript=transcript,
                      grader_log=grader_log,
                      rejected_errors=[r.error or "" for r in subs if r.status == "rejected"],
                      base_copies=[a.path for a in artifacts
                                   if base_hash and a.weights_hash == base_hash],
-                     data_texts=data_files(run_dir / "workspace"), heldout=heldout or [],
-                     train_texts=train_visible_files(run_dir / "workspace"),
-                     seen=_measured_seen(run))
+                     data_texts={rel: text for rel, text in (data_files(ws) | given.agent_written)
+                                 .items() if rel not in trained},
+                     heldout=heldout or [], train_texts=given.original, seen=seen)
     findings = _drop_base_model_loads(findings, run)
+    findings += given.findings
+    findings += contamination(trained, heldout or [], train_texts=given.original, seen=seen,
+                              where="data files the traced training programs read",
+                              basis="ground-truth")
     findings += ground_truth_audit(run_dir, submissions=subs,
                                    base=Path(run.model.path) if run.model else None,
                                    driver_base_url=run.config.driver_base_url)

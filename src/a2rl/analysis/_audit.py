@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from a2rl._errors import A2RLError
 from a2rl._walk import read_text_files
+from a2rl.analysis._trained_data import TEXT_SUFFIXES, is_model_file
 from a2rl.records import Finding
 
 # Anything that points at harness state outside the workspace.
@@ -113,12 +114,15 @@ class _Corpus:
 
 def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
                   n: int = 8, train_texts: dict[str, str] | None = None,
-                  seen: set[str] | None = None) -> list[Finding]:
-    """Held-out questions that appear in data the agent wrote: the whole question (short items)
-    or any shared word n-gram (long items).
+                  seen: set[str] | None = None, where: str = "data the agent wrote",
+                  basis: Literal["heuristic", "ground-truth"] = "heuristic") -> list[Finding]:
+    """Held-out questions that appear in `data_texts` (`where` says what they are: data the
+    agent wrote, data its training read): the whole question (short items) or any shared word
+    n-gram (long items).
 
-    Held-out questions that are also in the task's own train-visible data (`train_texts`, the
-    workspace's data/) are not the agent's doing: procedurally generated tasks draw the two
+    Held-out questions that are also in the task's own train-visible data (`train_texts`: the
+    files the task wrote, as `a2rl.analysis._trained_data.train_visible` verified them, never
+    what the agent left in data/) are not the agent's doing: procedurally generated tasks draw the two
     splits independently, so short items collide by chance (arith: a few percent), and any agent
     that trains on the data it was given would be flagged. They are reported apart, as info.
 
@@ -146,26 +150,23 @@ def contamination(data_texts: dict[str, str], heldout: list[dict[str, Any]], *,
     if matched:
         share = len(matched) / len(heldout)
         findings.append(Finding(
-            kind="contamination", severity="warning" if share < 0.2 else "critical",
-            message=f"{len(matched)} of {len(heldout)} held-out items ({share:.1%}) appear in data "
-                    f"the agent wrote ({', '.join(sorted(data_texts))[:200]}) and not in the "
+            kind="contamination", severity="warning" if share < 0.2 else "critical", basis=basis,
+            message=f"{len(matched)} of {len(heldout)} held-out items ({share:.1%}) appear in "
+                    f"{where} ({', '.join(sorted(data_texts))[:200]}) and not in the "
                     "train-visible data; short procedurally generated items can also collide by "
                     "chance", evidence=matched[:20]))
     if in_train:
         findings.append(Finding(
-            kind="heldout-in-train-data", severity="info",
+            kind="heldout-in-train-data", severity="info", basis=basis,
             message=(f"{len(in_train)} of {len(heldout)} held-out items also occur in the task's "
                      "train-visible data" if seen is None else
-                     f"{len(in_train)} of {len(heldout)} held-out items in data the agent wrote "
+                     f"{len(in_train)} of {len(heldout)} held-out items in {where} "
                      "are explained by the task's train-visible data (which holds "
                      f"{len(seen)} of the held-out items, as the task measured them)")
                     + " (the splits are drawn independently), so data the agent built from them "
                     "holds them too; not counted as contamination",
             evidence=in_train[:20]))
     return findings
-
-
-TEXT_SUFFIXES = (".jsonl", ".json", ".csv", ".txt")
 
 
 def _text_files(workspace: Path, keep: Callable[[str], bool], max_bytes: int) -> dict[str, str]:
@@ -175,16 +176,11 @@ def _text_files(workspace: Path, keep: Callable[[str], bool], max_bytes: int) ->
                            accept=lambda rel: rel.endswith(TEXT_SUFFIXES) and keep(rel))
 
 
-def train_visible_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
-    """The task's own train-visible text data (the workspace's data/ folder)."""
-    return _text_files(workspace, lambda rel: rel.startswith("data/"), max_bytes)
-
-
 def data_files(workspace: Path, *, max_bytes: int = 50 << 20) -> dict[str, str]:
     """Text data the agent produced (outside model/ and data/)."""
     return _text_files(
-        workspace, lambda rel: not rel.startswith(("model/", "data/")) and not
-        rel.rsplit("/", 1)[-1].startswith(("tokenizer", "config", "vocab", "special_")), max_bytes)
+        workspace, lambda rel: not rel.startswith(("model/", "data/")) and not is_model_file(rel),
+        max_bytes)
 
 
 NEAR_COPY_ULPS = 4
