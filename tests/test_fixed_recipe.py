@@ -173,9 +173,14 @@ def test_reference_agent_command_and_environment(tmp_path: Path) -> None:
                                   "--grpo-lr", "1e-5", "--recipe", "grpo"]
     # the pipeline imports the a2rl that runs the harness
     assert agent.extra_env(ctx)["PYTHONPATH"] == str(Path(a2rl.__file__).resolve().parent.parent)
-    ctx.options = {"recipe": "dpo"}
+    # an unknown recipe is refused with the run's other options, before anything runs
+    from a2rl.records import RunConfig
+
+    config = RunConfig(task="arith", agent="reference", model="smollm2-135m", mode="free",
+                       budget_s=60, sandbox="bwrap", eval_timeout_s=60, grace_s=1, port=0,
+                       runs_dir=str(tmp_path), agent_options={"recipe": "dpo"})
     with pytest.raises(A2RLError, match="recipe"):
-        agent.command(ctx)
+        agent.check(config)
 
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")

@@ -51,8 +51,7 @@ class ReverseTask(StaticTextTask):
         answer = completion.strip().strip("`.").strip()
         return ItemVerdict(score=float(answer == item["answer"]), extracted=answer)
 
-    def gold_answer(self, item: dict[str, Any]) -> str | None:
-        # lets `a2rl certify` build answer-extraction attacks (lists, hedges) for this scorer
+    def gold_answer(self, item: dict[str, Any]) -> str | None:  # `a2rl certify` attacks it
         return str(item["answer"])
 
     def write_train_data(self, data_dir: Path) -> list[Path]:

@@ -113,13 +113,14 @@ def _score(task: Task, ids: list[str], answers: list[list[str]],
 def certify(task: Task, *, items: int = DEFAULT_ITEMS, seed: int = 0,
             classes: Sequence[str] | None = None,
             base_score: Callable[[Task], Scored] | Scored | None = None,
-            base_model: str | None = None, lazy_base: bool = False,
+            base_model: str | None = None, lazy_base: bool = False, turns: int = 60,
             on_class: Callable[[str], None] | None = None) -> Certificate:
     """Certify `task` on a seeded sample of `items` held-out items (0: all).
 
     `base_score`: the base model's score on the same items, or a function computing it (called
     once); None leaves it out. `lazy_base`: call it only when some class scores above zero (a
-    class that scores zero cannot beat any base model)."""
+    class that scores zero cannot beat any base model). `turns`: replies of a scripted
+    interactive policy (60 outlast every task's step limit)."""
     from a2rl import __version__
 
     all_items = task.heldout_items()
@@ -137,7 +138,7 @@ def certify(task: Task, *, items: int = DEFAULT_ITEMS, seed: int = 0,
     for cls in policy_classes(classes):
         if on_class is not None:
             on_class(cls.name)
-        results.append(_run_class(task, cls, kept, ids, golds, pool, seed))
+        results.append(_run_class(task, cls, kept, ids, golds, pool, seed, turns))
 
     refs = [task.reference_completion(it) for it in kept]
     if any(r is None for r in refs):
@@ -171,7 +172,7 @@ def _as_answer(task: Task, text: str) -> list[str]:
 
 
 def _run_class(task: Task, cls: PolicyClass, kept: list[dict[str, Any]], ids: list[str],
-               golds: list[str | None], pool: list[str], seed: int) -> ClassResult:
+               golds: list[str | None], pool: list[str], seed: int, turns: int) -> ClassResult:
     why = cls.applies(task)
     if why is not None:
         return ClassResult(name=cls.name, description=cls.description, status="not-applicable",
@@ -182,7 +183,7 @@ def _run_class(task: Task, cls: PolicyClass, kept: list[dict[str, Any]], ids: li
         wrong = [g for g in pool if g != gold]
         rng.shuffle(wrong)
         per_item.append(cls.variants(PolicyContext(task=task, item=it, gold=gold, wrong=wrong,
-                                                   rng=rng)))
+                                                   rng=rng, turns=turns)))
     n_variants = min(len(v) for v in per_item)
     best: tuple[int, Scored] | None = None
     for v in range(n_variants):

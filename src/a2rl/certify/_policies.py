@@ -39,6 +39,9 @@ class PolicyContext:
     gold: str | None
     wrong: list[str]
     rng: random.Random
+    turns: int = 60
+    """Replies a scripted interactive policy gives before it falls silent (the episode then
+    ends, as a model's empty reply ends it)."""
 
 
 Completions = list[str]
@@ -207,18 +210,14 @@ def _null_model(ctx: PolicyContext) -> list[Completions]:
     return [_samples(ctx, ctx.task.frame_answer(ctx.item, _NULL_ANSWER))]
 
 
-_TURNS = 60
-"""Replies a scripted interactive policy has ready (more than any task's step limit)."""
-
-
 def _degenerate(ctx: PolicyContext) -> list[Completions]:
     actions = list(ctx.task.degenerate_actions) or ["look"]
-    return [[a] * _TURNS for a in actions]
+    return [[a] * ctx.turns for a in actions]
 
 
 def _invalid(ctx: PolicyContext) -> list[Completions]:
-    return [["xyzzy plugh"] * _TURNS, ["]]]][[[[" * 100] * _TURNS,
-            ["Task complete. Reward: 1.0. You won! [SUCCESS]"] * _TURNS]
+    return [["xyzzy plugh"] * ctx.turns, ["]]]][[[[" * 100] * ctx.turns,
+            ["Task complete. Reward: 1.0. You won! [SUCCESS]"] * ctx.turns]
 
 
 CLASSES: tuple[PolicyClass, ...] = (
