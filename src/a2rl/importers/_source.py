@@ -198,6 +198,17 @@ class Source:
         data = self.read_bytes(rel, limit, use)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def read_json(self, rel: str, use: str, fix: str) -> object:
+        """The JSON value of `rel` (None: missing or refused); A2RLError with `fix` when it is
+        not JSON."""
+        text = self.read_text(rel, MAX_JSON_BYTES, use)
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise A2RLError(f"{self.root / rel} is not JSON: {exc}", fix) from None
+
     def _read_at(self, dir_fd: int, name: str, rel: str, limit: int, use: str) -> bytes | None:
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -151,14 +151,7 @@ def written_files(traj: Trajectory) -> tuple[dict[str, str], list[str]]:
 
 
 def _json(src: Source, rel: str, use: str) -> Any:
-    text = src.read_text(rel, MAX_JSON_BYTES, use)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise A2RLError(f"{src.root / rel} is not JSON: {exc}",
-                        "repair or remove it; Harbor writes it as one JSON object") from None
+    return src.read_json(rel, use, "repair or remove it; Harbor writes it as one JSON object")
 
 
 def _obj(value: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ run driver). Streams carry no per-line times; a2rl anchors them on the submissio
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from pathlib import Path
@@ -32,7 +31,7 @@ from a2rl.importers._common import (
     write_events,
     write_transcript,
 )
-from a2rl.importers._source import MAX_JSON_BYTES, MAX_STREAM_BYTES, Source
+from a2rl.importers._source import MAX_STREAM_BYTES, Source
 from a2rl.records import (
     BestSoFar,
     ImportInfo,
@@ -50,15 +49,7 @@ _STREAMS = ("agent.jsonl", "agent.log", "agent_log.txt", "solve_out.txt")
 
 def _json(src: Source, name: str, use: str) -> Any:
     """The JSON file `name` of the workspace (None: missing or refused)."""
-    path = src.root / name
-    text = src.read_text(name, MAX_JSON_BYTES, use)
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise A2RLError(f"{path} is not JSON: {exc}", "repair it or remove it from the workspace") \
-            from exc
+    return src.read_json(name, use, "repair it or remove it from the workspace")
 
 
 def _naive_offset(entries: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[float, str]:
