@@ -222,3 +222,34 @@ def test_a_transcript_read_line_by_line_splits_and_decodes_like_the_whole_file(
         whole.pop()
     expected = [(1.5 if i == 0 else 0.0, line.removesuffix("\r")) for i, line in enumerate(whole)]
     assert read_lines(path, ["1.5"]) == expected
+
+
+def test_runs_rm_removes_a_run_holding_a_folder_deeper_than_the_recursion_limit(
+        tmp_path: Path) -> None:
+    """`a2rl runs rm` of a run whose agent wrote `mkdir -p a/a/a/…` 1,100 levels down (the
+    recursive fwalk and rmtree it used raised RecursionError), read-only folders included, and
+    nothing outside the run through a link."""
+    from a2rl.runner.prune import remove
+
+    runs = tmp_path / "runs"
+    run = runs / "arith" / "20261205-000000-cmd-abcd"
+    code = run / "workspace" / "code"
+    code.mkdir(parents=True)
+    keep = tmp_path / "keep.txt"
+    keep.write_text("keep me\n")
+    (code / "link").symlink_to(keep)
+    fd = os.open(code, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1100):
+            os.mkdir("a", dir_fd=fd)
+            nxt = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+    (run / "workspace" / "data").mkdir()
+    (run / "workspace" / "data" / "train.jsonl").write_text("{}\n")
+    (run / "workspace" / "data").chmod(0o555)
+    assert remove([run], runs) == []
+    assert not run.exists() and os.listdir(runs / "arith") == []
+    assert keep.read_text() == "keep me\n"

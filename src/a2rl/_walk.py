@@ -128,20 +128,6 @@ def fwalk(top: str | os.PathLike[str], *, max_depth: int = MAX_DEPTH,
             os.close(fd)
 
 
-def walk_files(top: str | os.PathLike[str], *, max_depth: int = MAX_DEPTH,
-               stats: WalkStats | None = None) -> Iterator[Path]:
-    """The regular files under `top` (never through a link), as paths under `top`."""
-    base = Path(top)
-    for folder, _dirs, files, fd in fwalk(top, max_depth=max_depth, stats=stats):
-        for name in files:
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                yield base / folder / name if folder != "." else base / name
-
-
 _HOIST_DEPTH = 32
 """`rmtree` moves a folder this deep up beside the root before going on, so at most this many
 descriptors are open at once, whatever the depth."""
@@ -152,23 +138,32 @@ def rmtree(path: str | os.PathLike[str], *, missing_ok: bool = True) -> None:
     without following links. Read-only folders are made writable to empty them (owner only)."""
     path = Path(path)
     try:
-        st = os.lstat(path)
+        os.lstat(path)
     except FileNotFoundError:
         if missing_ok:
             return
         raise
-    if not stat.S_ISDIR(st.st_mode):
-        path.unlink()
-        return
     parent_fd = os.open(path.parent, _DIR_FLAGS)
     try:
-        queue = [path.name]  # folders directly inside the parent, to remove whole
-        hoisted = 0
-        while queue:
-            name = queue.pop()
-            hoisted = _remove_dir(parent_fd, name, path.name, queue, hoisted)
+        rmtree_at(parent_fd, path.name)
     finally:
         os.close(parent_fd)
+
+
+def rmtree_at(parent_fd: int, name: str) -> None:
+    """`rmtree` of the entry `name` of the folder open at `parent_fd` (a caller that checked
+    that folder keeps the descriptor it checked: nothing on the way is looked up again)."""
+    try:
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        _unlink(name, parent_fd)
+        return
+    queue = [name]  # folders directly inside the parent, to remove whole
+    hoisted = 0
+    while queue:
+        hoisted = _remove_dir(parent_fd, queue.pop(), name, queue, hoisted)
 
 
 def _remove_dir(parent_fd: int, name: str, root_name: str, queue: list[str], hoisted: int) -> int:

@@ -12,15 +12,13 @@ place elsewhere), and each refusal is named.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl._walk import rmtree_at
 from a2rl.grader import STORE_DIR, collect_blobs
 from a2rl.records import RunRecord
 from a2rl.runner._lifecycle import _alive, _is_a2rl
@@ -145,17 +143,6 @@ def plan(entries: list[RunEntry], runs_dir: Path) -> tuple[list[Path], list[str]
     return paths, refused
 
 
-def _make_writable(fd: int) -> None:
-    """Let the owner delete everything in the folder open at `fd` (workspaces hold a read-only
-    model/ bind point or copy and data/; snapshots are read-only too). Descriptors only: no
-    link is followed."""
-    bits = stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR
-    os.fchmod(fd, os.fstat(fd).st_mode | bits)
-    for _root, _dirs, _files, dir_fd in os.fwalk(".", dir_fd=fd, follow_symlinks=False):
-        with contextlib.suppress(OSError):
-            os.fchmod(dir_fd, os.fstat(dir_fd).st_mode | bits)
-
-
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -192,17 +179,15 @@ def _remove(paths: list[Path], runs_dir: Path) -> list[str]:
                 continue
             try:
                 try:
-                    run_fd = os.open(real.name, _DIR, dir_fd=parent_fd)
+                    os.close(os.open(real.name, _DIR, dir_fd=parent_fd))
                 except FileNotFoundError:
                     continue
                 except OSError as exc:
                     refused.append(f"{p} cannot be opened as a real folder ({exc.strerror})")
                     continue
-                try:
-                    _make_writable(run_fd)
-                finally:
-                    os.close(run_fd)
-                shutil.rmtree(real.name, dir_fd=parent_fd)
+                # any depth, no link followed; read-only folders (model/ bind point, data/,
+                # snapshots) are made writable by their owner as they are emptied
+                rmtree_at(parent_fd, real.name)
             finally:
                 os.close(parent_fd)
     finally:
