@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from a2rl._walk import WalkStats, fwalk, rmtree, walk_files
+from a2rl._walk import WalkStats, fwalk, read_text_files, rmtree
 
 
 def _deep(root: Path, levels: int) -> Path:
@@ -38,7 +38,8 @@ def test_a_folder_deeper_than_the_recursion_limit_is_walked_to_the_cap_and_said(
         folders = [f for f, _d, _f, _fd in fwalk(root, stats=stats)]
         assert folders[0] == "." and len(folders) == 129  # the root and 128 levels
         assert stats.too_deep == ["/".join(["d"] * 129)] and not stats.complete
-        assert [p.name for p in walk_files(root)] == ["train.py"]
+        assert list(read_text_files(root, accept=lambda rel: True, max_bytes=1 << 20)) == \
+            ["train.py"]
     finally:
         rmtree(root)  # pytest's own clean-up recurses and would fail on it
 
@@ -90,7 +91,7 @@ def test_a_folder_swapped_for_a_host_link_mid_walk_is_never_entered(tmp_path: Pa
         for _ in range(200):
             for folder, _dirs, files, _fd in fwalk(ws):
                 seen.update(f"{folder}/{name}" for name in files)
-            seen.update(str(p) for p in walk_files(ws))
+            seen.update(read_text_files(ws, accept=lambda rel: True, max_bytes=1 << 20))
     finally:
         stop.set()
         swapper.join()

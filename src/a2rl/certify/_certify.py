@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from a2rl._errors import A2RLError
-from a2rl.certify._policies import PolicyClass, PolicyContext, policy_classes
+from a2rl.certify._policies import PolicyClass, PolicyContext, as_completions, policy_classes
 from a2rl.grader import ScoreInterval, item_key, item_values, restrict_to_items, score_interval
-from a2rl.tasks import EvalOutcome, InteractiveTask, Task, predictions_from_rows
+from a2rl.tasks import EvalOutcome, Task, predictions_from_rows
 
 CERTIFICATE_FORMAT = 1
 DEFAULT_ITEMS = 40
@@ -145,7 +145,7 @@ def certify(task: Task, *, items: int = DEFAULT_ITEMS, seed: int = 0,
         reference = Scored(status="not-applicable",
                            reason="the task defines no reference_completion(item)")
     else:
-        reference = _score(task, ids, [_as_answer(task, r or "") for r in refs], kept)
+        reference = _score(task, ids, [as_completions(task, r or "") for r in refs], kept)
 
     if isinstance(base_score, Scored):
         base = base_score
@@ -163,12 +163,6 @@ def certify(task: Task, *, items: int = DEFAULT_ITEMS, seed: int = 0,
                        scorer=task.scorer(), created_at=dt.datetime.now(dt.UTC),
                        a2rl_version=__version__, items=len(kept), base_model=base_model,
                        base=base, reference=reference, classes=results)
-
-
-def _as_answer(task: Task, text: str) -> list[str]:
-    if isinstance(task, InteractiveTask):
-        return [text]
-    return [text] * max(1, len(getattr(task, "sample_settings", lambda: [None])()))
 
 
 def _run_class(task: Task, cls: PolicyClass, kept: list[dict[str, Any]], ids: list[str],
