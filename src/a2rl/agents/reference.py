@@ -34,9 +34,9 @@ class ReferenceAgent(Agent):
     name = "reference"
     description = ("scripted pipeline (TRL): rejection-sampled SFT, SFT, GRPO or rollout RFT, "
                    "sized from the time left (--agent-opt recipe=...)")
-    agent_options = {key: AgentOption(f"the pipeline's --{key.replace('_', '-')}", kind,
+    agent_options = {key: AgentOption(flag.help, flag.kind,
                                       choices=RECIPES if key == "recipe" else ())
-                     for key, kind in FLAGS.items()}
+                     for key, flag in FLAGS.items()}
 
     def command(self, ctx: AgentContext) -> list[str]:
         argv = [ctx.python, "-m", "a2rl.agents.reference_agent"]

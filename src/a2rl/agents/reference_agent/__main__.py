@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from a2rl.agents.reference_agent.recipe import (
+    FLAGS,
+    RECIPES,
     Candidate,
     TimePlan,
     is_correct,
@@ -426,41 +428,9 @@ def interactive(script: Path, args: argparse.Namespace, sc: ScaffoldClient) -> N
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--recipe", choices=["sft", "rft", "grpo", "rollout-rft"], default=None,
-                    help="default: rft for arith, sft for other static tasks, rollout-rft for "
-                         "interactive ones")
-    ap.add_argument("--steps", type=int, default=0,
-                    help="train this many steps (0 = size the training from the time left)")
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--grpo-lr", type=float, default=5e-6)
-    ap.add_argument("--num-generations", type=int, default=4)
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--max-train", type=int, default=0)
-    ap.add_argument("--dev", type=int, default=48, help="train rows set aside as the dev split")
-    ap.add_argument("--candidates", type=int, default=3,
-                    help="checkpoints saved evenly in time and judged on dev")
-    ap.add_argument("--max-submit", type=int, default=2)
-    ap.add_argument("--samples", type=int, default=1,
-                    help="sampled passes besides the greedy one (rft; rollouts per round)")
-    ap.add_argument("--temperature", type=float, default=0.7)
-    ap.add_argument("--gen-items", type=int, default=300,
-                    help="with --steps: train questions to sample (rft)")
-    ap.add_argument("--gen-fraction", type=float, default=0.15,
-                    help="share of the time left for rejection sampling (rft)")
-    ap.add_argument("--gen-rate", type=float, default=0.2,
-                    help="seconds per generated item assumed when there is no dev split")
-    ap.add_argument("--max-new-tokens", type=int, default=16,
-                    help="the evaluator's token limit (description.md)")
-    ap.add_argument("--margin", type=float, default=25.0,
-                    help="seconds kept for saving, submitting and exiting")
-    ap.add_argument("--startup", type=float, default=25.0,
-                    help="seconds the training process needs to load its libraries and model")
-    # interactive tasks
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--episodes", type=int, default=0, help="0 = all train episodes")
-    ap.add_argument("--min-reward", type=float, default=1.0)
-    # legacy option of the two-stage recipe, still accepted by older scripts
-    ap.add_argument("--variant", default=None, help=argparse.SUPPRESS)
+    for key, flag in FLAGS.items():
+        ap.add_argument("--" + key.replace("_", "-"), type=flag.kind, default=flag.default,
+                        help=flag.help, choices=RECIPES if key == "recipe" else None)
     args = ap.parse_args()
 
     status = grader("GET", "/status")

@@ -24,14 +24,44 @@ from typing import Any
 
 RECIPES = ("sft", "rft", "grpo", "rollout-rft")
 """The pipeline's recipes (`--recipe`, the agent's `--agent-opt recipe=`)."""
-FLAGS: dict[str, type[str] | type[int] | type[float]] = {
-    "recipe": str, "steps": int, "lr": float, "grpo_lr": float, "num_generations": int,
-    "batch_size": int, "max_train": int, "dev": int, "candidates": int, "max_submit": int,
-    "samples": int, "temperature": float, "gen_items": int, "gen_fraction": float,
-    "gen_rate": float, "max_new_tokens": int, "margin": float, "startup": float, "rounds": int,
-    "episodes": int, "min_reward": float, "variant": str}
-"""The pipeline's command-line flags (`--batch-size` is `batch_size` here) and the type each
-value parses as: the reference agent's `--agent-opt` keys."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag of the pipeline."""
+
+    kind: type[str] | type[int] | type[float]
+    default: str | int | float | None
+    help: str
+
+
+FLAGS: dict[str, Flag] = {
+    "recipe": Flag(str, None, "default: rft for arith, sft for other static tasks, rollout-rft "
+                              "for interactive ones"),
+    "steps": Flag(int, 0, "train this many steps (0 = size the training from the time left)"),
+    "lr": Flag(float, 1e-4, "the learning rate of SFT"),
+    "grpo_lr": Flag(float, 5e-6, "the learning rate of GRPO"),
+    "num_generations": Flag(int, 4, "completions per prompt (grpo)"),
+    "batch_size": Flag(int, 8, "training batch size"),
+    "max_train": Flag(int, 0, "train rows used at most (0 = all)"),
+    "dev": Flag(int, 48, "train rows set aside as the dev split"),
+    "candidates": Flag(int, 3, "checkpoints saved evenly in time and judged on dev"),
+    "max_submit": Flag(int, 2, "candidates submitted at most"),
+    "samples": Flag(int, 1, "sampled passes besides the greedy one (rft; rollouts per round)"),
+    "temperature": Flag(float, 0.7, "sampling temperature"),
+    "gen_items": Flag(int, 300, "with --steps: train questions to sample (rft)"),
+    "gen_fraction": Flag(float, 0.15, "share of the time left for rejection sampling (rft)"),
+    "gen_rate": Flag(float, 0.2, "seconds per generated item assumed when there is no dev split"),
+    "max_new_tokens": Flag(int, 16, "the evaluator's token limit (description.md)"),
+    "margin": Flag(float, 25.0, "seconds kept for saving, submitting and exiting"),
+    "startup": Flag(float, 25.0, "seconds the training process needs to load its libraries and "
+                                 "model"),
+    "rounds": Flag(int, 2, "rollout-and-train rounds (interactive tasks)"),
+    "episodes": Flag(int, 0, "train episodes rolled out per round (0 = all)"),
+    "min_reward": Flag(float, 1.0, "a rollout is kept when its reward is at least this"),
+}
+"""The pipeline's command-line flags (`--batch-size` is `batch_size` here): the reference
+agent's `--agent-opt` keys, their types, defaults and help."""
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _HEDGE = re.compile(r"\b(?:or|not|never|either|maybe|perhaps|possibly|probably|could|might|"
