@@ -312,7 +312,7 @@ def test_summary_section_and_export_columns_keep_agent_text_inert() -> None:
     assert line.count("`") == 2
     cols = cost_columns(record)
     assert cols["cost_usd"] == 0.5 and cols["gpu_hours"] == 1.75 and cols["gpus"] == 2
-    assert cols["driver_model"] == "claude-sonnet-4-5-20250929"
+    assert "driver_model" not in cols  # provenance is a run-row column (results._load)
     assert render_cost(_record()) == "" and cost_columns(_record())["gpu_hours"] is None
 
 

@@ -139,6 +139,19 @@ def test_cells_group_by_stack_task_mode_model() -> None:
 
 # ---- loading ---------------------------------------------------------------------------------
 
+def test_a_cell_whose_runs_disagree_on_provenance_says_so() -> None:
+    same = [_row(best=10.0, agent_cli_version="2.0.1", driver_model="m-1"),
+            _row(best=20.0, agent_cli_version="2.0.1", driver_model="m-1", a2rl_version=None)]
+    [cell] = aggregate(same)
+    assert cell.mixed_provenance() == {} and cell.mark_text() == ""
+    mixed = [*same, _row(best=30.0, agent_cli_version="2.0.7", driver_model="m-2")]
+    [cell] = aggregate(mixed)
+    assert cell.mixed_provenance() == {"agent_cli_version": 2, "driver_model": 2}
+    assert cell.mark_text() == ("mixed agent_cli_version: 2 values, "
+                                "mixed driver_model: 2 values")
+    assert cell.stats["best"].n == 3  # a mark, not an exclusion
+
+
 def test_rows_from_a2rl_and_imported_runs(loaded: list, results_dir: Path) -> None:  # type: ignore[type-arg]
     rows = {r["run_id"]: r for r in (run_row(x) for x in loaded)}
     assert len(rows) == 10

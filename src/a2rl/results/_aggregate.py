@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from a2rl._errors import A2RLError
+from a2rl.results._load import PROVENANCE_COLUMNS
 
 FlagPolicy = Literal["exclude", "include", "drop"]
 FLAG_POLICIES: tuple[str, ...] = ("exclude", "include", "drop")
@@ -188,13 +189,26 @@ class Cell:
         ids = {id(r) for r in self.counted}
         return [r for r in self.runs if id(r) not in ids]
 
+    def mixed_provenance(self) -> dict[str, int]:
+        """Provenance columns on which the cell's runs disagree -> how many values they hold
+        (runs made by different harness or CLI versions, driver models or task data)."""
+        out: dict[str, int] = {}
+        for name in PROVENANCE_COLUMNS:
+            values = {r.get(name) for r in self.runs if r.get(name) is not None}
+            if len(values) > 1:
+                out[name] = len(values)
+        return out
+
     def mark_text(self) -> str:
-        """`contamination×1, unsandboxed×2` over the cell's shown runs ('' when clean)."""
+        """`contamination×1, unsandboxed×2` over the cell's shown runs, then the provenance
+        the runs disagree on (`mixed agent_cli_version: 2 values`); '' when clean."""
         counts: dict[str, int] = {}
         for r in self.runs:
             for m in marks(r):
                 counts[m] = counts.get(m, 0) + 1
-        return ", ".join(f"{k}×{v}" for k, v in sorted(counts.items()))
+        found = [f"{k}×{v}" for k, v in sorted(counts.items())]
+        found += [f"mixed {k}: {v} values" for k, v in self.mixed_provenance().items()]
+        return ", ".join(found)
 
     def row(self) -> dict[str, Any]:
         """The cell as a flat table row."""

@@ -96,9 +96,9 @@ def write_table(rows: Sequence[dict[str, Any]], path: Path) -> Path:
 
 
 def cost_columns(record: RunRecord) -> dict[str, Any]:
-    """A run's cost and provenance as export columns (`cost_usd` is the record's: the CLI's own
-    total, else the dated price table; empty when unknown)."""
-    cost, prov = record.cost, record.provenance
+    """A run's cost as export columns (`cost_usd` is the record's: the CLI's own total, else the
+    dated price table; empty when unknown)."""
+    cost = record.cost
     row: dict[str, Any] = {
         "input_tokens": cost.input_tokens if cost else None,
         "output_tokens": cost.output_tokens if cost else None,
@@ -111,10 +111,6 @@ def cost_columns(record: RunRecord) -> dict[str, Any]:
         "gpu_mem_peak_mb": cost.gpu_mem_peak_mb if cost else None,
         "peak_rss_mb": cost.peak_rss_mb if cost else None,
         "disk_bytes": cost.disk_bytes if cost else None,
-        "a2rl_version": prov.a2rl_version if prov else None,
-        "agent_cli_version": prov.agent_cli_version if prov else None,
-        "driver_model": prov.driver_model if prov else None,
-        "task_data_sha256": prov.task_data_sha256 if prov else None,
     }
     if cost is not None and cost.usd is not None:
         row["cost_usd"] = cost.usd

@@ -34,6 +34,10 @@ AUDIT_FLAG_KINDS: tuple[str, ...] = ("contamination", "privileged-api", "other-m
 (held-out overlap, privileged task information, foreign models or LLM APIs, read from code or
 measured: a data script calling an LLM API, a submitted model that is not the base's)."""
 
+PROVENANCE_COLUMNS: tuple[str, ...] = ("a2rl_version", "agent_cli_version", "driver_model",
+                                       "task_data_sha256")
+"""What a run was made with (`RunRecord.provenance`): runs pooled in one cell should agree."""
+
 # Folders of a run directory that hold agent-written or bulky content: never searched for runs.
 _NO_DESCEND = {"workspace", "artifacts", "evals", "code-history.git", "agent", "rescores",
                ".git", "__pycache__"}
@@ -323,6 +327,7 @@ def run_row(run: LoadedRun) -> dict[str, Any]:
         "tokens_main_model": tokens_main,
         "cost_usd": usage.get("cost_usd") if usage else None,
         "created_at": r.created_at.isoformat(),
+        **{name: getattr(r.provenance, name, None) for name in PROVENANCE_COLUMNS},
     }
 
 
