@@ -1,5 +1,8 @@
 """Benchmark: `a2rl report` over a corpus the size of PostTrainBench's (1,338 runs), cold and
-after adding one run, with peak memory (targets: cold <= 90 s, one added run <= 10 s, <= 1 GB).
+after adding one run, with peak memory (targets: cold <= 90 s, one added run <= 10 s, <= 1 GB);
+then `a2rl results export` of the same corpus (runs, submissions and cells tables; target
+<= 60 s, <= 1 GB) and one `a2rl import posttrainbench` with its analysis (the per-run cost of
+importing the corpus).
 
     python bench/report_corpus.py [--runs 1338] [--dir /tmp/a2rl-report-corpus] [--keep]
 
@@ -37,7 +40,7 @@ TASKS = ("gsm8k", "humaneval", "aime2025", "bfcl", "gpqamain", "arenahardwriting
 STACKS = (("claude", "claude-opus-4-6"), ("claude", "claude-sonnet-4-5"), ("codex", "gpt-5-codex"),
           ("codex", "gpt-5.1"), ("gemini", "gemini-3-pro"), ("opencode", "glm-4.6"),
           ("openhands", "qwen3-coder"))
-COLD_S, WARM_S, RSS_MB = 90.0, 10.0, 1024.0
+COLD_S, WARM_S, RSS_MB, EXPORT_S = 90.0, 10.0, 1024.0, 60.0
 
 
 def _a2rl() -> list[str]:
@@ -118,11 +121,15 @@ def main() -> int:
     args = ap.parse_args()
     work: Path = args.dir
     runs, site = work / "runs", work / "report"
+    imported_s = None
     if not (args.reuse and runs.is_dir()):
         shutil.rmtree(work, ignore_errors=True)
         seed_dir = work / "seed"
-        subprocess.run([*_a2rl(), "import", "posttrainbench", str(FIXTURE), "--runs-dir",
-                        str(seed_dir), "--baseline", "58"], check=True, capture_output=True)
+        imported_s, imported_cpu, imported_rss, _ = _timed(
+            [*_a2rl(), "import", "posttrainbench", str(FIXTURE), "--runs-dir", str(seed_dir),
+             "--baseline", "58"])
+        print(f"one import with its analysis: {imported_s:.1f} s wall, {imported_cpu:.1f} s CPU, "
+              f"peak RSS {imported_rss:.0f} MiB")
         seed = next(p.parent for p in seed_dir.glob("*/*/run.json"))
         t = time.perf_counter()
         for i in range(args.runs):
@@ -148,9 +155,24 @@ def main() -> int:
            note=f"{warm_cpu:.1f} s CPU")
     peak = max(cold_rss, warm_rss)
     result("report_corpus_peak_rss_mb", peak, "MiB", target=f"<= {RSS_MB}", ok=peak <= RSS_MB)
+    table = work / "results.csv"
+    export = [*_a2rl(), "results", "export", str(runs), "-o", str(table)]
+    print(f"command: {' '.join(export)}")
+    exp, exp_cpu, exp_rss, _ = _timed(export)
+    rows = sum(1 for _ in table.open()) - 1
+    print(f"results export: {exp:.1f} s wall, {exp_cpu:.1f} s CPU, peak RSS {exp_rss:.0f} MiB, "
+          f"{rows} run rows")
+    if rows != args.runs + 1:
+        raise SystemExit(f"the export holds {rows} runs, not {args.runs + 1}")
+    ok_export = exp <= EXPORT_S and exp_rss <= RSS_MB
+    result("results_export_corpus_s", exp, "s", target=f"<= {EXPORT_S}", ok=ok_export,
+           note=f"{rows} runs, {exp_cpu:.1f} s CPU, peak RSS {exp_rss:.0f} MiB")
+    if imported_s is not None:
+        result("import_one_posttrainbench_run_s", imported_s, "s",
+               note=f"with its analysis; {imported_cpu:.1f} s CPU, peak RSS {imported_rss:.0f} MiB")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return 0 if cold <= COLD_S and warm <= WARM_S and peak <= RSS_MB else 1
+    return 0 if cold <= COLD_S and warm <= WARM_S and peak <= RSS_MB and ok_export else 1
 
 
 if __name__ == "__main__":
