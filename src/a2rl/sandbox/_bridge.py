@@ -35,7 +35,8 @@ Opener = Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def copy_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy `reader` into `writer` until either side closes; then close `writer`."""
     try:
         while data := await reader.read(65536):
             writer.write(data)
@@ -54,7 +55,7 @@ def _relay(open_upstream: Opener) -> Handler:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        await asyncio.gather(copy_stream(reader, up_writer), copy_stream(up_reader, writer))
 
     return handle
 

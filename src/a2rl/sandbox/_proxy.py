@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from a2rl._errors import A2RLError
+from a2rl.sandbox._bridge import copy_stream
 
 _MAX_HEADER = 64 * 1024
 _DEFAULT_PORTS = (80, 443)
@@ -264,7 +265,7 @@ class EgressProxy:
         else:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        await asyncio.gather(copy_stream(reader, up_writer), copy_stream(up_reader, writer))
 
 
 def _split_host_port(target: str, default: int) -> tuple[str, int]:
@@ -286,16 +287,6 @@ async def _reply(writer: asyncio.StreamWriter, code: int, text: str) -> None:
         await writer.drain()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        with contextlib.suppress(Exception):
-            writer.close()
 
 
 def default_allow_list(agent_hosts: Iterable[str], driver_base_url: str | None,

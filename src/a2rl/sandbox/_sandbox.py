@@ -17,6 +17,11 @@ plug-ins) that all meet one contract, checked by the adversarial suite
 
 `none` (`--no-sandbox`) is an explicit, recorded lack of isolation.
 
+The scorer's sandbox (`scoring_command`: a model-written program, no workspace) is bwrap's
+command line with its own profile, and meets the part of the suite every sandbox of untrusted
+code shares: no network, writes only in its own folders, masked host paths unreadable, its
+size limit held.
+
 A backend is one class meeting `Sandbox`, registered with `@sandboxes.register(name)`. The
 built-in ones are the modules of `a2rl.sandbox.backends`, each named like its module (adding one
 is adding a module there); a third-party package registers under the `a2rl.sandboxes` entry
@@ -25,10 +30,7 @@ point group (`name = "pkg.module:Class"`).
 
 from __future__ import annotations
 
-import glob
 import json
-import os
-import pkgutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +39,7 @@ from typing import Literal, Protocol, overload
 from a2rl._errors import A2RLError
 from a2rl._plugins import Registry
 from a2rl.sandbox._bridge import HostBridge
-from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, owner_only_paths, python_roots
+from a2rl.sandbox._masks import Masks
 
 READ_ONLY_ENTRIES = ("model", "data", "description.md", "instructions.md", "timer.sh")
 """Workspace entries every backend mounts read-only (the rest of the workspace is writable); an
@@ -49,38 +51,6 @@ SandboxKind = str
 """A registered backend's name (`sandboxes.names()`); run.json stores it as given."""
 NetworkPolicy = Literal["allowlist", "full", "none"]
 SANDBOX_UID = 1000
-# The user namespace maps the invoking uid to the agent's uid, so when a2rl runs as root every
-# root-owned file that is mounted looks like the agent's own. Secrets under /etc are masked.
-MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
-MASKED_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/xdg/pip")
-def masked_system_paths() -> tuple[list[str], list[str]]:
-    """(files, folders) a backend hides inside the mounted system folders: the known secrets
-    (`MASKED_FILES`, `MASKED_DIRS`) and, when a2rl runs as root, every file and folder there
-    that other users may not read (`owner_only_paths`; run by another user, the agent has that
-    user's rights outside, which root's files there do not grant)."""
-    files = [f for f in MASKED_FILES if Path(f).exists()]
-    folders = [d for d in MASKED_DIRS if Path(d).is_dir()]
-    owner_files, owner_dirs = owner_only_paths() if os.geteuid() == 0 else ([], [])
-    covered = [*files, *folders]
-    folders += [d for d in owner_dirs
-                if not any(d == c or d.startswith(c + "/") for c in covered)]
-    covered = [*files, *folders]
-    files += [f for f in owner_files
-              if not any(f == c or f.startswith(c + "/") for c in covered)]
-    return files, folders
-
-
-def system_mount_args(dirs: tuple[str, ...]) -> list[str]:
-    """bwrap arguments that make `dirs` visible read-only (symlinks such as /lib -> usr/lib are
-    recreated as symlinks, not bound)."""
-    args: list[str] = []
-    for d in dirs:
-        p = Path(d)
-        if p.is_symlink():
-            args += ["--symlink", str(p.readlink()), d]
-        elif p.is_dir():
-            args += ["--ro-bind", d, d]
-    return args
 
 
 class Sandbox(Protocol):
@@ -169,16 +139,6 @@ def bind_source(path: Path) -> Path:
     return Path(source)
 
 
-def mounted_roots(read_only: Sequence[Path]) -> list[Path]:
-    """Every host folder a backend makes visible (what masks are checked against)."""
-    return ([Path(d).resolve() for d in SYSTEM_DIRS if Path(d).is_dir()] + python_roots()
-            + [Path(p).resolve() for p in read_only])
-
-
-def gpu_devices() -> list[str]:
-    return sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri/*"))
-
-
 def probe_failure(argv: list[str], timeout: float = 60) -> str | None:
     """A backend's `probe()`: None when `argv` (the backend running `true`) exits 0; else what
     it said."""
@@ -193,22 +153,11 @@ def probe_failure(argv: list[str], timeout: float = 60) -> str | None:
     return f"exit {done.returncode}: " + (lines[-1] if lines else "(no output)")
 
 
-def inside(path: Path, root: Path) -> bool:
-    """`path` is `root` or lies under it."""
-    return path == root or root in path.parents
-
-
-
-
-def _builtin_backends() -> dict[str, str]:
-    """name -> module of each module in `a2rl.sandbox.backends` (listed, not imported)."""
-    folder = Path(__file__).resolve().parent / "backends"
-    return {m.name: f"a2rl.sandbox.backends.{m.name}" for m in pkgutil.iter_modules([str(folder)])
-            if not m.name.startswith("_")}
 
 
 sandboxes: Registry[type[Sandbox]] = Registry("sandbox backend", "a2rl.sandboxes",
-                                              _builtin_backends())
+                                              package="a2rl.sandbox.backends",
+                                              decorator="sandboxes")
 """The sandbox backends by name: `a2rl.sandbox.backends.*`, then `a2rl.sandboxes` entry points."""
 
 

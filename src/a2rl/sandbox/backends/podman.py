@@ -35,19 +35,10 @@ from pathlib import Path
 
 from a2rl._errors import A2RLError
 from a2rl.sandbox._bridge import SOCKET_DIR_IN_SANDBOX, HostBridge
+from a2rl.sandbox._host import SYSTEM_DIRS, gpu_devices, mounted_roots, python_mounts, python_roots, within
 from a2rl.sandbox._limits import Limits
-from a2rl.sandbox._masks import SYSTEM_DIRS, Masks, python_roots, sandbox_masks
-from a2rl.sandbox._sandbox import (
-    READ_ONLY_ENTRIES,
-    SANDBOX_UID,
-    bind_source,
-    gpu_devices,
-    inside,
-    masked_system_paths,
-    mounted_roots,
-    probe_failure,
-    sandboxes,
-)
+from a2rl.sandbox._masks import Masks, masked_system_paths, sandbox_masks
+from a2rl.sandbox._sandbox import READ_ONLY_ENTRIES, SANDBOX_UID, bind_source, probe_failure, sandboxes
 
 OPTIONS_ENV = "A2RL_PODMAN_OPTIONS"
 # conmon (podman's monitor, the OCI runtime's parent) runs with RLIMIT_NPROC 32768: a larger
@@ -180,20 +171,14 @@ class PodmanSandbox:
             p = Path(d)
             if p.is_dir() and not p.is_symlink():
                 args += ["-v", f"{d}:{d}:ro"]
-        files, folders = masked_system_paths()
-        args += [a for f in files for a in ("-v", f"/dev/null:{f}:ro")]
-        args += [a for d in folders
-                 for a in ("--mount", f"type=tmpfs,destination={d},notmpcopyup")]
-        for root in python_roots():
-            if not any(str(root).startswith(d + "/") for d in ("/usr", "/opt")):
-                args += ["-v", f"{root}:{root}:ro"]
+        args += self._mask_args(masked_system_paths())
+        for root in python_mounts(python_roots()):
+            args += ["-v", f"{root}:{root}:ro"]
         for dev in gpu_devices():
             args += ["--device", dev]
         hidden = (sandbox_masks() if masks is None else masks).under(
             mounted_roots(read_only), exclude=[ws])
-        args += [a for d in hidden.dirs for a in ("--mount", f"type=tmpfs,destination={d},notmpcopyup")]
-        args += [a for f in hidden.files for a in ("-v", f"/dev/null:{f}:ro")]
-        args += [a for f in hidden.reveal for a in ("-v", f"{f}:{f}:ro")]
+        args += self._mask_args(hidden)
         if bridge is not None:
             args += ["--network", "none", "-v", f"{bridge.socket_dir}:{SOCKET_DIR_IN_SANDBOX}:ro"]
             argv = bridge.inside_command(argv, forward_term=True)
@@ -205,7 +190,7 @@ class PodmanSandbox:
                 args += ["-v", f"{bind_source(ws / entry)}:{ws}/{entry}:ro"]
         for path in read_only:
             shown = path.resolve()
-            source = bind_source(shown) if inside(shown, ws) else shown
+            source = bind_source(shown) if within(shown, ws) else shown
             args += ["-v", f"{source}:{shown}:ro"]
         env.setdefault("HOME", "/tmp/home")
         for key in sorted(env):
@@ -213,6 +198,15 @@ class PodmanSandbox:
             args += ["-e", f"HOME={env[key]}" if key == "HOME" else key]
         args += ["--rootfs", str(self._rootfs()), *argv]
         return args
+
+    @staticmethod
+    def _mask_args(masks: Masks) -> list[str]:
+        """An empty tmpfs over each masked folder, /dev/null over each masked file, and the
+        files revealed inside masked folders mounted back read-only."""
+        args = [a for d in masks.dirs
+                for a in ("--mount", f"type=tmpfs,destination={d},notmpcopyup")]
+        args += [a for f in masks.files for a in ("-v", f"/dev/null:{f}:ro")]
+        return args + [a for f in masks.reveal for a in ("-v", f"{f}:{f}:ro")]
 
     def child_setup(self) -> Callable[[], None] | None:
         return None  # the container's limits are podman's options, set by the OCI runtime

