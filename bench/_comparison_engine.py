@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl.inference._engine import GenerationSettings, ProgressFn
-from a2rl.inference._transformers import TransformersEngine
+from a2rl.inference.engines.transformers import TransformersEngine
 
 PARTS = ("kv-sessions", "growing-cache", "compact-decode", "prompt-lookup", "packed-attention")
 """The transformers engine's parts a `ComparisonEngine` can run without."""

@@ -14,7 +14,7 @@ import pytest
 from a2rl._errors import A2RLError
 from a2rl.envs import Episode, RolloutConfig, Step, StepResult, run_rollouts
 from a2rl.inference import GenerationSettings, SessionPrompt, load_engine
-from a2rl.inference._transformers import TransformersEngine
+from a2rl.inference.engines.transformers import TransformersEngine
 
 COMPARISON = Path(__file__).resolve().parent.parent / "bench" / "_comparison_engine.py"
 """The engine paths the benchmarks compare against (transformers' cache, attention, decoding)."""
@@ -278,8 +278,8 @@ def test_comparison_engine_paths_give_the_engines_completions(
     attention the benchmarks' engine gives the engine's completions, turn after turn; the
     re-encoding wrapper generates with the concatenating cache and SDPA attention and leaves the
     engine as it was."""
-    from a2rl.inference import _transformers
     from a2rl.inference._attention import NAME
+    from a2rl.inference.engines import transformers as transformers_engine
 
     comparison = _comparison()
     settings = GenerationSettings(max_new_tokens=8)
@@ -296,7 +296,7 @@ def test_comparison_engine_paths_give_the_engines_completions(
     def no_greedy_decode(*args, **kwargs):
         raise AssertionError("greedy_decode ran without compact decoding")
 
-    monkeypatch.setattr(_transformers, "greedy_decode", no_greedy_decode)
+    monkeypatch.setattr(transformers_engine, "greedy_decode", no_greedy_decode)
     assert off.generate_sessions(first, settings) == want
     second = [SessionPrompt(r.session, r.prompt + w + " and more") for r, w in zip(first, want, strict=True)]
     assert off.generate_sessions(second, settings) == engine.generate([r.prompt for r in second],

@@ -87,7 +87,8 @@ def test_engines_are_specs_in_one_registry() -> None:
 
     assert engine_names() == engines.names() and {"transformers", "vllm"} <= set(engine_names())
     assert engine_spec("vllm").separate_env and engine_spec("vllm").takes_info
-    assert engine_spec("transformers").target == "a2rl.inference._transformers:TransformersEngine"
+    assert engine_spec("transformers").target == \
+        "a2rl.inference.engines.transformers:TransformersEngine"
     with pytest.raises(A2RLError) as err:
         engine_spec("tensorrt")
     assert "unknown engine 'tensorrt'" in err.value.message

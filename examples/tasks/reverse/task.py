@@ -12,6 +12,7 @@ from a2rl.tasks import (
     TaskParams,
     installation_seed,
     secret_field,
+    tasks,
 )
 
 TRAIN_SEED = 0
@@ -32,6 +33,7 @@ def make_items(seed: int, n: int) -> list[dict[str, Any]]:
     return [{"id": f"{seed}-{i}", "word": w, "answer": w[::-1]} for i, w in enumerate(words)]
 
 
+@tasks.register("reverse")
 class ReverseTask(StaticTextTask):
     name = "reverse"
     level = "L1"

@@ -1,7 +1,7 @@
-"""Agent registry (`agents`). Adding an agent = one module whose class carries
-`@agents.register(name)` + its line in BUILTIN_AGENTS (the module; or "module:Class" for a class
-that carries no decorator), or an `a2rl.agents` entry point (`name = "pkg.module:Class"`) from a
-package of its own."""
+"""Agent registry (`agents`). Each module or folder under `a2rl/agents/` (a name without a
+leading underscore) is the built-in agent of that name (`_` read as `-`), whose class carries
+`@agents.register(name)`: adding an agent is adding its module. A package of its own registers
+through an `a2rl.agents` entry point (`name = "pkg.module:Class"`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,9 @@ from a2rl._errors import A2RLError
 from a2rl._plugins import Registry
 from a2rl.agents._agent import Agent, CommandAgent
 
-agents: Registry[type[Agent]] = Registry("agent", "a2rl.agents", {
-    "reference": "a2rl.agents.reference",
-    "claude-code": "a2rl.agents.claude_code:ClaudeCodeAgent",
-    "codex": "a2rl.agents.codex",
-    "opencode": "a2rl.agents.opencode",
-    "gemini": "a2rl.agents.gemini",
-    "openhands": "a2rl.agents.openhands",
-})
+agents: Registry[type[Agent]] = Registry("agent", "a2rl.agents", package="a2rl.agents")
 """The agents by name: the built-in launchers, then `a2rl.agents` entry points."""
-BUILTIN_AGENTS: dict[str, str] = agents._builtin
+BUILTIN_AGENTS: dict[str, str] = agents.builtin
 """name -> the module that registers it (or "module:Class"): the registry's own table, so an
 entry added here is a built-in agent."""
 DEFAULT_AGENT = "reference"

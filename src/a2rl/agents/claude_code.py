@@ -54,10 +54,12 @@ from a2rl.agents._agent import AgentContext, AgentOption
 from a2rl.agents._cli import CLI_OPTIONS, SWITCH, CLIAgent, CLIPackage
 from a2rl.agents._events import AgentEvent, ParseResult
 from a2rl.agents._parse_claude_code import EDIT_TOOLS, SHELL_TOOL, ClaudeCodeParser
+from a2rl.agents._registry import agents
 
 __all__ = ["EDIT_TOOLS", "SHELL_TOOL", "ClaudeCodeAgent", "ClaudeCodeParser"]
 
 
+@agents.register("claude-code")
 class ClaudeCodeAgent(CLIAgent):
     """Anthropic's Claude Code CLI, headless (print mode, stream-json, permissions bypassed).
     Options: reprompt, reserve_s, effort, max_budget_usd, bash_timeout_ms, small_model,

@@ -16,6 +16,7 @@ from a2rl.cli import (
     export,
     imports,
     models,
+    new,
     report,
     rollout,
     run,
@@ -39,6 +40,7 @@ app.command()(eval.rescore)
 app.command("certify")(certify.certify_cmd)
 app.command("prepare-model")(models.prepare_model)
 app.command()(examples.examples)
+app.command()(new.new)
 for _name in commands.names():
     app.command(_name)(commands.get(_name))
 

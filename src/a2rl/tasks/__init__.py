@@ -34,10 +34,12 @@ from a2rl.tasks._core import (
 )
 from a2rl.tasks._core.offline import predictions_from_rows, read_predictions
 from a2rl.tasks._core.registry import tasks
+from a2rl.tasks._lib.judge import JudgeClient, JudgeError, JudgeSettings
 
 __all__ = [
     "BUILTIN_TASKS", "DEFAULT_TASK", "EPISODES_FILE", "Env", "Episode", "EvalOutcome",
-    "GenerationSettings", "InteractiveTask", "ItemVerdict", "Level", "ProgressCounter",
+    "GenerationSettings", "InteractiveTask", "ItemVerdict", "JudgeClient", "JudgeError",
+    "JudgeSettings", "Level", "ProgressCounter",
     "RewardKind", "RolloutConfig", "StaticTextTask", "Step", "StepResult", "Task", "TaskParams",
     "TaskSpec", "distinct_questions", "get_task", "installation_seed", "list_tasks",
     "predictions_from_rows", "read_predictions", "secret_field", "task_class", "task_from_spec",

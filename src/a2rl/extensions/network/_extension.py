@@ -24,6 +24,8 @@ class NetworkExtension(RunExtension):
     """`--network allowlist` or `none`: the sandbox has its own network namespace."""
 
     name = "network"
+    hook_order = 60
+    enabled_by_name = False
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

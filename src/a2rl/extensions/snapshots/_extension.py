@@ -19,6 +19,8 @@ class SnapshotsExtension(RunExtension):
     """One `RunRecorder` per task part, on the grader's clock."""
 
     name = "snapshots"
+    hook_order = 30
+    enabled_by_name = False
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

@@ -20,6 +20,8 @@ class SummaryExtension(RunExtension):
     run-level analysis."""
 
     name = "summary"
+    hook_order = 40
+    enabled_by_name = False
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

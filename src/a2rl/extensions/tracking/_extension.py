@@ -24,6 +24,8 @@ class TrackingExtension(RunExtension):
     """W&B or MLflow while the run goes; a tracker failure is printed, never fails the run."""
 
     name = "tracking"
+    hook_order = 50
+    enabled_by_name = False
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

@@ -1,11 +1,10 @@
-"""Task registry (`tasks`). Each package under `a2rl/tasks/` (a name without a leading
-underscore) is the built-in task of that name and registers its class with
-`@tasks.register(name)`; adding a task is adding its package. Third-party tasks register under
+"""Task registry (`tasks`). Each module or folder under `a2rl/tasks/` (a name without a leading
+underscore) is the built-in task of that name (`_` read as `-`), whose class carries
+`@tasks.register(name)`: adding a task is adding its folder. Third-party tasks register under
 the `a2rl.tasks` entry-point group (`name = "pkg.module:Class"`)."""
 
 from __future__ import annotations
 
-import pkgutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,17 +13,9 @@ from a2rl._errors import A2RLError, validation_problems
 from a2rl._plugins import Registry
 from a2rl.tasks._core.task import Task, TaskSpec
 
-
-def _task_packages() -> dict[str, str]:
-    """name -> package of each task folder (listed, not imported: `import a2rl` stays light)."""
-    folder = Path(__file__).resolve().parent.parent
-    return {m.name: f"a2rl.tasks.{m.name}" for m in pkgutil.iter_modules([str(folder)])
-            if m.ispkg and not m.name.startswith("_")}
-
-
-tasks: Registry[type[Task]] = Registry("task", "a2rl.tasks", _task_packages())
-"""The tasks by name: the built-in task packages, then `a2rl.tasks` entry points."""
-BUILTIN_TASKS: dict[str, str] = tasks._builtin
+tasks: Registry[type[Task]] = Registry("task", "a2rl.tasks", package="a2rl.tasks")
+"""The tasks by name: the built-in task folders, then `a2rl.tasks` entry points."""
+BUILTIN_TASKS: dict[str, str] = tasks.builtin
 """name -> module of the built-in tasks: the registry's own table, so an entry added here (a
 module that registers the name when imported, or "module:Class") is a built-in task."""
 DEFAULT_TASK = "arith"

@@ -95,7 +95,9 @@ class ProgressCounter:
 
 
 class Task(ABC):
-    """A benchmark task. Subclass, set the class attributes, and register it in `BUILTIN_TASKS`."""
+    """A benchmark task. Subclass, set the class attributes, and register the class with
+    `@tasks.register(name)` (in a folder under `a2rl/tasks/`, or from an `a2rl.tasks` entry
+    point)."""
 
     name: ClassVar[str]
     level: ClassVar[Level]

