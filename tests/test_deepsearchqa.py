@@ -25,7 +25,9 @@ from a2rl import A2RLError
 from a2rl.envs import Episode, run_rollouts
 from a2rl.inference import GenerationSettings
 from a2rl.inference._engine import cut_at_stop
-from a2rl.tasks.deepsearchqa.grading import canonical_tokens, string_grade
+from a2rl.tasks.deepsearchqa.answer_grader import judge_template, render_judge_prompt
+from a2rl.tasks.deepsearchqa.grading import SET, SINGLE, canonical_tokens, string_grade
+from a2rl.tasks.deepsearchqa.react import parse_action
 from a2rl.tasks.deepsearchqa.search import (
     BM25CorpusBackend,
     Document,
@@ -35,23 +37,8 @@ from a2rl.tasks.deepsearchqa.search import (
     parse_corpus,
     parse_web_results,
 )
-from a2rl.tasks.deepsearchqa.task import (
-    HUB_FILE,
-    HUB_REPO,
-    MAX_STEPS,
-    N_HELDOUT,
-    N_TRAIN,
-    SET,
-    SINGLE,
-    STOP,
-    DeepSearchQAParams,
-    DeepSearchQATask,
-    judge_template,
-    load_hub_rows,
-    parse_action,
-    render_judge_prompt,
-    split_hub,
-)
+from a2rl.tasks.deepsearchqa.sources import HUB_FILE, HUB_REPO, N_HELDOUT, N_TRAIN, load_hub_rows, split_hub
+from a2rl.tasks.deepsearchqa.task import MAX_STEPS, STOP, DeepSearchQAParams, DeepSearchQATask
 from conftest import serve_on_loopback
 
 REPO = Path(__file__).resolve().parent.parent
@@ -578,7 +565,7 @@ def test_judge_string_mode_and_empty_answers(scripted: Scripted, scripted_engine
     assert out.score == 100.0 and out.metrics["grader_llm"] == 0.0 and out.metrics["judge_calls"] == 0
     assert not scripted.requests and out.details[0]["grader"] == "string"
     # an empty answer never reaches the judge and is never correct
-    from a2rl.tasks.deepsearchqa.task import AnswerGrader
+    from a2rl.tasks.deepsearchqa.answer_grader import AnswerGrader
 
     llm = offline(**FAST_JUDGE)
     grader = AnswerGrader("llm", settings=llm.judge_settings())

@@ -143,7 +143,7 @@ def _check_in_browser(site: Path) -> int:
                 f"{rel}: links out of the folder {[t for t in found['targets'] if HOST in t]}"
             # only a2rl's own scripts, and the viewer's data chunks (JSON literals it writes)
             assert all(s.endswith(("assets/plotly.min.js", "assets/report.js",
-                                   "assets/trajectory.js"))
+                                   "assets/viewer.js", "assets/trajectory.js"))
                        or re.fullmatch(r"trajectory/chunk-\d+\.js", s)
                        for s in found["scripts"]), f"{rel}: scripts {found['scripts']}"
         browser.close()

@@ -39,7 +39,6 @@ ID_KEYS = ("id", "task_id", "item_id", "episode_id", "instance_id")
 PROMPT_KEYS = ("prompt", "instruction", "question", "input", "messages")
 COMPLETION_KEYS = ("completion", "completions", "response", "output_text", "steps", "actions")
 VERDICT_KEYS = ("score", "correct", "passed", "success", "reward", "n_correct")
-ASSETS = ("evaluation.js",)
 PAGE = "evaluation.html"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 
@@ -119,22 +118,17 @@ def _order(name: str) -> tuple[int, str]:
     return (0 if name == "baseline" else 1, name)
 
 
-def build(r: LoadedRun, folder: Path, assets: Path) -> list[Evaluation]:
+def build(r: LoadedRun, folder: Path) -> list[Evaluation]:
     """Write `folder/evals/<id>.html` and its page files for each of the run's evaluations
-    with per-item records (and this page's script into the site's `assets`); return them,
-    hrefs relative to `folder`."""
-    from importlib.resources import files
-
-    from a2rl.report._html import CSP, _deps, _read_record, js_literal
+    with per-item records; return them, hrefs relative to `folder`."""
+    from a2rl.report._html import CSP, _deps, _read_record, js_literal, render_template
 
     evals_dir = r.path / "evals"
     if r.record.imported is not None or not evals_dir.is_dir() or evals_dir.is_symlink():
         return []
     names = sorted((p.name for p in evals_dir.iterdir() if _SAFE_ID.match(p.name)),
                    key=_order)[:MAX_EVALUATIONS]
-    jinja2, markupsafe, _ = _deps()
-    env = jinja2.Environment(loader=jinja2.PackageLoader("a2rl.report", "templates"),
-                             autoescape=True)
+    _, markupsafe, _ = _deps()
     out: list[Evaluation] = []
     for name in names:
         raw = _read_record(r.path, f"evals/{name}/details.jsonl", MAX_DETAILS_BYTES + 1)
@@ -142,10 +136,6 @@ def build(r: LoadedRun, folder: Path, assets: Path) -> list[Evaluation]:
             continue
         cut = len(raw) > MAX_DETAILS_BYTES
         items = [item(row, i) for i, row in enumerate(_rows(raw[:MAX_DETAILS_BYTES]))]
-        if not out:
-            for asset in ASSETS:
-                (assets / asset).write_bytes(
-                    files("a2rl.report").joinpath("assets", asset).read_bytes())
         data_dir = folder / "evals" / name
         data_dir.mkdir(parents=True, exist_ok=True)
         pages: list[str] = []
@@ -158,8 +148,8 @@ def build(r: LoadedRun, folder: Path, assets: Path) -> list[Evaluation]:
         judged = any("cls" in x for x in items)
         meta = {"id": name, "n_items": len(items), "pages": pages, "page_items": PAGE_ITEMS,
                 "counts": counts if judged else None, "cut": cut}
-        html = env.get_template(PAGE).render(
-            title=f"evaluation {name} of {r.record.run_id}", csp=CSP, root="../../../",
+        html = render_template(
+            PAGE, title=f"evaluation {name} of {r.record.run_id}", csp=CSP, root="../../../",
             trajectory="../trajectory.html", meta=meta, cut_mb=MAX_DETAILS_BYTES >> 20,
             data=markupsafe.Markup(js_literal(meta).replace(">", "\\u003e")
                                    .replace("&", "\\u0026")))

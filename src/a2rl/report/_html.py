@@ -1,10 +1,12 @@
 """The building blocks of the report's pages: a page and its charts, tables, Markdown shown
-safely, the Content-Security-Policy, and bounded reads of a run's records and snapshots. Every
+safely, the templates every page is rendered from, the Content-Security-Policy, and bounded
+reads of a run's records and snapshots. Every
 string from a record may be the agent's: it is escaped (or rendered with raw HTML and links off)
 before it reaches a page."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -117,6 +119,31 @@ def _safe_json(text: str) -> str:
     # Inside <script type="application/json"> a `</script>` in a string would end the element;
     # the \\u escapes keep the JSON identical while no tag can appear.
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@functools.cache
+def _templates() -> Any:
+    jinja2, _, _ = _deps()
+    return jinja2.Environment(loader=jinja2.PackageLoader("a2rl.report", "templates"),
+                              autoescape=True)
+
+
+def render_template(name: str, **values: Any) -> str:
+    """The report's template `name` (under templates/) filled with `values`, autoescaped."""
+    return str(_templates().get_template(name).render(**values))
+
+
+def marks_html(row: dict[str, Any]) -> Any:
+    """The run's marks (audit flags, unsandboxed) as badges (markup)."""
+    from markupsafe import Markup, escape
+
+    from a2rl.results import marks
+
+    return Markup("".join(f'<span class="mark">{escape(m)}</span>' for m in marks(row)))
+
+
+def in_hours(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds / 3600
 
 
 def clock(seconds: float | None) -> str:

@@ -20,8 +20,8 @@ import plotly.graph_objects as go
 from a2rl.records import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
 
 if TYPE_CHECKING:
+    from a2rl.report._context import SiteContext
     from a2rl.report._html import Page
-    from a2rl.report._site import Site
     from a2rl.results import LoadedRun
 
 SCAFFOLD_JSON = "scaffold.json"
@@ -44,7 +44,7 @@ class ScaffoldRun:
         return str(self.row["stack"])
 
 
-def load(site: Site) -> tuple[list[ScaffoldRun], list[tuple[str, str]]]:
+def load(site: SiteContext) -> tuple[list[ScaffoldRun], list[tuple[str, str]]]:
     """The shown runs that have a scaffold.json, and (run id, problem) for unreadable ones."""
     out: list[ScaffoldRun] = []
     bad: list[tuple[str, str]] = []
@@ -125,7 +125,7 @@ def adoption(rows: Sequence[dict[str, Any]], title: str) -> go.Figure | None:
 
 
 # ---- the page ------------------------------------------------------------------------------
-def build(site: Site, page: Page) -> None:
+def build(site: SiteContext, page: Page) -> None:
     from markupsafe import Markup, escape
 
     from a2rl.report._html import _table

@@ -22,24 +22,24 @@ import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from a2rl._errors import A2RLError
+from a2rl.report import _run_page
 from a2rl.report._cache import Entry, RunCache, fingerprint, light, site_key
+from a2rl.report._cost import COST_COLUMNS, cost_of, with_cost
 from a2rl.report._html import (
     CSP,
     Page,
     _deps,
     _fmt,
-    _git_blob,
-    _git_files,
-    _markdown,
-    _read_record,
     _table,
-    clock,
     data_table,
     figure_json,
     git_objects,
+    in_hours,
+    marks_html,
+    render_template,
 )
 from a2rl.results import (
     Cell,
@@ -56,43 +56,23 @@ from a2rl.results import (
     marks,
     methods_attempted_adopted,
     phase_distribution,
-    relpath,
     run_row,
     submission_rows,
-    summarize,
     sweep_labels,
     workspace_stats,
     write_table,
 )
-
-if TYPE_CHECKING:
-    from a2rl.extensions import ReportSection
 
 NAV = [("index.html", "Overview"), ("leaderboard.html", "Leaderboard"), ("modes.html", "Modes"),
        ("scaling.html", "Scaling"), ("trajectories.html", "Trajectories"),
        ("strategy.html", "Strategy"), ("scaffold.html", "Scaffold"),
        ("tables/", "Tables (CSV/MD)")]
 LEVEL_ORDER = ("L1", "L2", "L3")
-MAX_SNAPSHOT_FILES = 200
-MAX_RECORD_BYTES = 4 << 20
-"""A record file is copied into the site up to this size (the rest is cut, and the copy says so)."""
-RECORD_FILES = (("run.json", "run record"), ("analysis.json", "analysis"),
-                ("ledger.jsonl", "ledger"), ("summary.md", "summary.md"),
-                ("agent/transcript.log", "transcript"), ("agent/events.jsonl", "agent events"),
-                ("agent/exec.jsonl", "exec trace"), ("grader.log", "grader log"),
-                ("code-history.jsonl", "snapshot index"), ("scaffold.json", "scaffold record"))
-"""The run records a run page publishes (as text copies); nothing else of a run directory."""
-IMPORT_MANIFEST = "import_manifest.json"
-"""Written by `a2rl.importers` into an imported run: its `files` are the files the import wrote."""
-ASSETS = ("report.css", "report.js")
+ASSETS = ("report.css", "report.js", "viewer.js", "trajectory.js", "trajectory.css",
+          "evaluation.js")
+"""The site's own assets (beside plotly.js): the overview pages', then the run viewers'."""
 TRAJECTORY_RUNS_PER_PAGE = 25
 """Runs per page of the trajectories overview (two charts each); more runs, more pages."""
-
-
-def _marks_html(row: dict[str, Any]) -> Any:
-    from markupsafe import Markup, escape
-
-    return Markup("".join(f'<span class="mark">{escape(m)}</span>' for m in marks(row)))
 
 
 def _cell_html(s: Summary, delta: Summary | None = None, cell: Cell | None = None) -> Any:
@@ -132,54 +112,6 @@ def _safe_name(run_id: str, run_dir: Path, taken: set[str]) -> str:
     return name
 
 
-def _cost(row: dict[str, Any], record: Any) -> dict[str, Any]:
-    """The run's recorded spend (`RunRecord.cost`) as row columns: `usd` (the agent's LLM
-    dollars) and `gpu_hours` (agent and evaluation GPU time); None where not recorded."""
-    cost = getattr(record, "cost", None)
-    usd = getattr(cost, "usd", None)
-    return {**row, "usd": None if usd is None else float(usd),
-            "gpu_hours": None if cost is None else float(cost.gpu_hours)}
-
-
-def _per(gain: Sequence[float | None], spend: Sequence[float | None]) -> tuple[float | None, int]:
-    """Summed gain over summed spend across the runs that have both (and the number of them);
-    None when they spent nothing or none has both."""
-    pairs = [(g, c) for g, c in zip(gain, spend, strict=True) if g is not None and c is not None]
-    total = sum(c for _, c in pairs)
-    return (sum(g for g, _ in pairs) / total if total > 0 else None), len(pairs)
-
-
-def _per_text(value: float | None, n: int, unit: str) -> str:
-    if value is None:
-        return "—"
-    number = f"{value:+,.0f}" if abs(value) >= 1000 else f"{value:+.3g}"
-    return f"{number} Δ/{unit} (n={n})"
-
-
-COST_COLUMNS = {"$ / run": "usd", "GPU-h / run": "gpu_hours", "Δ per $": "gain_per_usd",
-                "Δ per GPU-h": "gain_per_gpu_hour"}
-"""The leaderboard's cost columns beside each stack (header: column of `_cost_of`)."""
-
-
-def _cost_of(rows: Sequence[dict[str, Any]], interval: bool = True) -> dict[str, str]:
-    """What the runs `rows` cost and what their gain cost: dollars and GPU-hours per run
-    (mean [95% CI] (n); the mean and n alone without `interval`), and summed Δ per summed
-    dollar and per summed GPU-hour."""
-    gain = [r.get("result_improvement") for r in rows]
-    out: dict[str, str] = {}
-    for key, unit in (("usd", "$"), ("gpu_hours", "GPU-h")):
-        spend = [r.get(key) for r in rows]
-        known = [v for v in spend if v is not None]
-        if interval:
-            s = summarize(spend)
-            out[key] = "—" if s.mean is None else s.text(2)
-        else:
-            out[key] = f"{sum(known) / len(known):.2f} (n={len(known)})" if known else "—"
-        out[f"gain_per_{'usd' if key == 'usd' else 'gpu_hour'}"] = _per_text(*_per(gain, spend),
-                                                                            unit)
-    return out
-
-
 class Site:
     """The site being built. Runs come in one at a time (`add_fresh` renders a changed run's
     page while its records are in memory, `add_cached` takes an unchanged run from the cache);
@@ -194,7 +126,6 @@ class Site:
         self.pages: list[Page] = []
         self.written: list[Path] = []
         self.tables: list[str] = []
-        self._env: Any = None
 
     def add_cached(self, entry: Entry) -> None:
         if entry.page:
@@ -206,7 +137,7 @@ class Site:
         """Read `run` (all of its records) into an entry, and write its page when shown."""
         from a2rl.report import _figures as F
 
-        row = _cost(run_row(run), run.record)
+        row = with_cost(run_row(run), run.record)
         subs = submission_rows(run)
         entry = Entry(fingerprint, light(run), row, subs)
         if self.policy.shown(row):
@@ -214,12 +145,13 @@ class Site:
             self.page_of[row["run_id"]] = entry.page
             self.subs.extend(subs)
             with git_objects(run.path / "code-history.git"):
-                self.run_page(run, row)
-            self.written.append(self.render(self.pages.pop()))
+                page = _run_page.build(self, run, row,
+                                       [s for s in self.subs if s["run_id"] == row["run_id"]])
+            self.written.append(self.render(page))
             entry.figures = {
                 "trajectory": figure_json(F.trajectory(subs, row["baseline"],
                                                        f"{row['run_id']}: scores",
-                                                       _h(row["budget_s"]))),
+                                                       in_hours(row["budget_s"]))),
                 "lineage": figure_json(F.lineage(run.analysis.experiments if run.analysis
                                                  else [], f"{row['run_id']}: checkpoint lineage"))}
         self.entries.append(entry)
@@ -329,12 +261,10 @@ class Site:
         return overview + sorted({self.out / e.page for e in self.entries if e.page})
 
     def render(self, page: Page) -> Path:
-        jinja2, markupsafe, _ = _deps()
-        if self._env is None:
-            self._env = jinja2.Environment(
-                loader=jinja2.PackageLoader("a2rl.report", "templates"), autoescape=True)
+        _, markupsafe, _ = _deps()
         depth = page.path.count("/")
-        html = self._env.get_template("base.html").render(
+        html = render_template(
+            "page.html",
             title=page.title, root="../" * depth, nav=NAV, here=page.path, csp=CSP,
             policy=self.policy.describe(), body=markupsafe.Markup("\n".join(page.parts)),
             charts=page.charts)
@@ -363,13 +293,13 @@ class Site:
             [[self.run_link(row), row["task"], row["level"], row["stack"], row["mode"],
               row["model"], row["status"], row["baseline"], row["best"], row["improvement"],
               row["submissions"], None if row["duration_s"] is None else row["duration_s"] / 3600,
-              row["usd"], row["gpu_hours"], row["route"], row["imported"], _marks_html(row)]
+              row["usd"], row["gpu_hours"], row["route"], row["imported"], marks_html(row)]
              for row in shown],
             ["" if self.policy.counted(row) else "excluded" for row in shown]))
         if self.dropped:
             p.text("h2", "Dropped by the policy")
             p.html(data_table("dropped-table", ["run", "task", "stack", "marks"],
-                              [[r["run_id"], r["task"], r["stack"], _marks_html(r)]
+                              [[r["run_id"], r["task"], r["stack"], marks_html(r)]
                                for r in self.dropped]))
         if self.bad:
             p.text("h2", "Unreadable run directories")
@@ -421,7 +351,7 @@ class Site:
                 for t in tasks] + [""] * len(COST_COLUMNS)]
             classes = ["baseline"]
             for stack in sorted({c.key["stack"] for c in cells}):
-                cost = _cost_of([r for c in cells if c.key["stack"] == stack for r in c.counted])
+                cost = cost_of([r for c in cells if c.key["stack"] == stack for r in c.counted])
                 costs.append({"model": model, "mode": mode, "stack": stack, **cost})
                 row: list[Any] = [stack]
                 for t in tasks:
@@ -437,7 +367,7 @@ class Site:
                                      "baseline": base[(t, model)].text() if (t, model) in base
                                      else "", "runs": len(c.runs), "counted": len(c.counted),
                                      "marks": c.mark_text(),
-                                     **_cost_of(c.counted, interval=False)})
+                                     **cost_of(c.counted, interval=False)})
                 rows.append(row + [cost[k] for k in COST_COLUMNS.values()])
                 classes.append("")
             p.text("h2", f"model {model} · mode {mode}")
@@ -519,7 +449,7 @@ class Site:
             budgets = [row_of[i]["budget_s"] for i in ids if row_of[i]["budget_s"]]
             p.text("h2", f"task {task} · model {model}")
             p.chart(F.scaling(subs, "elapsed_h", "elapsed hours", f"{task}: best so far vs hours",
-                              _h(max(budgets)) if budgets else None))
+                              in_hours(max(budgets)) if budgets else None))
             p.chart(F.scaling(subs, "tokens", "tokens, all models (input + output)",
                               f"{task}: best so far vs tokens"), "no run of this task recorded tokens")
             p.chart(F.scaling(subs, "seq", "submissions", f"{task}: best so far vs submissions"))
@@ -551,7 +481,7 @@ class Site:
                 row = e.row
                 p.html(f"<h2>{self.run_link(row)}</h2>")
                 p.text("p", f"{row['stack']} · {row['task']} · {row['mode']} · {row['model']}")
-                p.html(str(_marks_html(row)))
+                p.html(str(marks_html(row)))
                 p.chart_json(e.figures.get("trajectory"), "no submissions")
                 p.chart_json(e.figures.get("lineage"), "no verified training experiment")
             p.html(pager)
@@ -621,168 +551,6 @@ class Site:
         _scaffold_page.build(self, p)
         self.pages.append(p)
 
-    def run_page(self, r: LoadedRun, row: dict[str, Any]) -> None:
-        from markupsafe import Markup, escape
-
-        from a2rl.report import _figures as F
-
-        path = self.page_of[row["run_id"]]
-        p = Page(path, f"run {row['run_id']}")
-        here = (self.out / path).parent
-        if row["agent"].startswith("cmd:"):
-            p.text("p", f"{row['stack']} = {row['agent']}")
-        p.text("p", f"{row['stack']} · task {row['task']} ({row['level'] or '?'}) · mode "
-                    f"{row['mode']} · model {row['model']} · status {row['status']}"
-                    + (f" · imported from {row['imported']}" if row["imported"] else ""))
-        p.html(str(_marks_html(row)))
-        from a2rl.report import _trajectory
-
-        traj = _trajectory.build(self, r, row, here)
-        p.html(f'<p><a href="{escape(traj.href)}">Trajectory</a>: every turn, command, phase, '
-               "submission and code change of the run on one timeline</p>")
-        p.html(_trajectory.evaluations_list(traj))
-        p.html(_table(["baseline", "best", "Δ", "final (hidden)", "submissions", "valid rate",
-                       "first improvement", "best at", "duration", "route",
-                       "tokens (all models)", "tokens (main model)"],
-                      [[row["baseline"], row["best"], row["improvement"], row["final"],
-                        row["submissions"], row["valid_rate"],
-                        clock(row["time_to_first_improvement_s"]), clock(row["time_to_best_s"]),
-                        clock(row["duration_s"]), row["route"], _int(row["tokens"]),
-                        _int(row.get("tokens_main_model"))]]))
-        base_rec, best_rec = r.record.baseline, r.record.best
-        if (base_rec and base_rec.unseen_score is not None) or \
-                (best_rec and best_rec.unseen_score is not None):
-            # Tasks drawing train and held-out independently: the score on the held-out items
-            # that do not also occur in the train-visible data.
-            p.html(_table(["unseen items: baseline", "unseen items: best", "unseen items"],
-                          [[base_rec.unseen_score if base_rec else None,
-                            best_rec.unseen_score if best_rec else None,
-                            base_rec.n_unseen if base_rec else None]]))
-        subs = [s for s in self.subs if s["run_id"] == row["run_id"]]
-        p.text("h2", "Score trajectory")
-        p.chart(F.trajectory(subs, row["baseline"], "scores and best so far", _h(row["budget_s"])),
-                "no submissions")
-        p.text("h2", "Route timeline")
-        a = r.analysis
-        phases = a.commands if a and a.commands else []
-        p.chart(F.route_timeline(subs, a.experiments if a else [], phases, "route, experiments, "
-                                 "phases", _h(row["budget_s"])), "nothing timed to show")
-        p.chart(F.lineage(a.experiments if a else [], "checkpoint lineage"),
-                "no verified training experiment")
-        p.text("h2", "Phases")
-        p.html(_trajectory.phases_table(traj))
-        p.text("h2", "Submissions")
-        p.html(_table(["id", "elapsed", "status", "score", "CI", "Δ", "best so far", "route",
-                       "failure type"],
-                      [[s["submission_id"], clock(s["elapsed_s"]), s["status"], s["score"],
-                        "—" if s["ci_low"] is None else f"[{s['ci_low']:.2f}, {s['ci_high']:.2f}]",
-                        s["improvement"], s["best_so_far"],
-                        Markup(f'<a href="{escape(traj.anchor(s["elapsed_s"]))}">'
-                               f'{escape(_fmt(s["route"]))}</a>'), s["failure_type"]]
-                       for s in subs]))
-        p.text("h2", "Audit findings")
-        findings = a.findings if a else []
-        if findings:
-            p.html(_table(["kind", "severity", "message", "evidence", "in the trajectory"],
-                          [[f.kind, f.severity, f.message,
-                            Markup("<pre>" + str(escape("\n".join(f.evidence[:10]))) + "</pre>"),
-                            Markup(f'<a class="evidence" href="{escape(href)}">turn '
-                                   f'{escape(href.rpartition("-")[2])}</a>')
-                            if (href := traj.finding_anchor(f)) else "—"]
-                           for f in findings]))
-        else:
-            p.text("p", "no findings" if a else "not analysed (run `a2rl analyze`)")
-        p.text("h2", "Records")
-        p.html('<p class="note">Copies of the run\'s records, as text.</p>')
-        p.html("<p>" + " · ".join(self.publish_records(r, here)) + "</p>")
-        snaps = self.export_snapshots(r, here)
-        if snaps:
-            p.text("h2", "Code snapshots")
-            p.html(_table(["tag", "elapsed", "files", "changed"], snaps))
-        summary = _read_record(r.path, "summary.md", MAX_RECORD_BYTES) \
-            if "summary.md" in self.publishable(r) else None
-        if summary is not None:
-            p.text("h2", "summary.md")
-            p.html('<div class="summary-md">' + _markdown(summary.decode(errors="replace"))
-                   + "</div>")
-        for section in _extension_sections(r):
-            p.text("h2", section.title)
-            p.html('<div class="summary-md">' + _markdown(section.markdown) + "</div>")
-        self.pages.append(p)
-
-    def publishable(self, r: LoadedRun) -> list[str]:
-        """The record files of `r` the site may publish: the known record names, and of an
-        imported run only those its import manifest lists (none when the manifest is
-        unreadable) and the analysis `a2rl analyze` wrote after the import."""
-        names = [rel for rel, _ in RECORD_FILES]
-        if r.record.imported is None:
-            return names
-        raw = _read_record(r.path, IMPORT_MANIFEST, MAX_RECORD_BYTES)
-        try:
-            listed = json.loads(raw or b"").get("files", [])
-        except (ValueError, AttributeError):
-            listed = []
-        allowed = {f for f in listed if isinstance(f, str)} if isinstance(listed, list) else set()
-        allowed.add("analysis.json")
-        return [rel for rel in names if rel in allowed] + (
-            [IMPORT_MANIFEST] if raw is not None else [])
-
-    def publish_records(self, r: LoadedRun, here: Path) -> list[str]:
-        """Copy the run's record files into the site as `.txt` (regular files only, never
-        through a link, cut at MAX_RECORD_BYTES) and return links to the copies."""
-        from markupsafe import escape
-
-        labels = dict(RECORD_FILES) | {IMPORT_MANIFEST: "import manifest"}
-        folder = here / Path(self.page_of[r.record.run_id]).stem / "records"
-        links = []
-        for rel in self.publishable(r):
-            data = _read_record(r.path, rel, MAX_RECORD_BYTES + 1)
-            if data is None:
-                continue
-            if len(data) > MAX_RECORD_BYTES:
-                data = data[:MAX_RECORD_BYTES] + (
-                    f"\n[cut at {MAX_RECORD_BYTES} bytes; the whole file is {rel} in the run "
-                    "directory]\n").encode()
-            target = folder / (rel.replace("/", "__") + ".txt")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            links.append(f'<a href="{escape(relpath(target, here))}">{escape(labels[rel])}</a>')
-        return links
-
-    def export_snapshots(self, r: LoadedRun, here: Path) -> list[list[Any]]:
-        """Copy the text files of each submission's and the final code snapshot out of the run's
-        shadow repository into the site (as .txt), and list them with links."""
-        from markupsafe import Markup, escape
-
-        from a2rl.recording import read_snapshots
-
-        git_dir = r.path / "code-history.git"
-        try:
-            snaps = read_snapshots(r.path)
-        except ValueError:
-            return []
-        if not snaps or not git_dir.is_dir() or shutil.which("git") is None:
-            return []
-        rows: list[list[Any]] = []
-        folder = here / Path(self.page_of[r.record.run_id]).stem
-        for snap in snaps:
-            if not (snap.tag.startswith("s") or snap.tag == "final"):
-                continue  # periodic snapshots stay in the repository
-            files = _git_files(git_dir, snap.commit)[:MAX_SNAPSHOT_FILES]
-            links = []
-            for name in files:
-                blob = _git_blob(git_dir, snap.commit, name)
-                if blob is None:
-                    continue
-                safe = "/".join(_safe_part(part) for part in name.split("/"))
-                target = folder / _safe_part(snap.tag) / f"{safe}.txt"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(blob)
-                links.append(f'<a href="{escape(relpath(target, here))}">{escape(name)}</a>')
-            rows.append([snap.tag, clock(snap.elapsed_s), Markup("<br>".join(links) or "—"),
-                         ", ".join(snap.changed[:20])])
-        return rows
-
     def tables_index(self) -> None:
         from markupsafe import escape
 
@@ -793,40 +561,11 @@ class Site:
             f'content="{escape(CSP)}"><title>tables</title><ul>{body}</ul>')
 
 
-def _int(v: float | None) -> int | None:
-    """A count kept as a float in the records (token sums), shown as the integer it is."""
-    return None if v is None else round(v)
-
 
 def _hours(s: Summary) -> str:
     scaled = Summary(s.n, *(None if v is None else v / 3600
                             for v in (s.mean, s.sd, s.ci_low, s.ci_high)))
     return scaled.text(2)
-
-
-def _safe_part(part: str) -> str:
-    """A path component that stays inside its folder: odd characters and `.`/`..` replaced."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", part)[:120]
-    return "_" if cleaned in ("", ".", "..") else cleaned
-
-
-def _h(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds / 3600
-
-
-def _extension_sections(r: LoadedRun) -> list[ReportSection]:
-    """What the run's extensions add to its page (their text may quote the agent: it goes
-    through `_markdown`, which shows raw HTML and links as text). An extension that fails is
-    said in a section of its own rather than losing the page."""
-    from a2rl.extensions import report_sections
-
-    try:
-        return report_sections(r.record, r.path)
-    except Exception as exc:  # noqa: BLE001 - a plug-in's failure must not lose the report
-        from a2rl.extensions import ReportSection
-
-        return [ReportSection("Extensions", f"an extension's report section failed: "
-                                            f"{type(exc).__name__}: {exc}")]
 
 
 def build_report(paths: Sequence[Path], out: Path, policy: Policy | None = None) -> list[Path]:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from a2rl.records import AgentEvent, Finding
+    from a2rl.report._context import SiteContext
     from a2rl.report._evaluations import Evaluation
-    from a2rl.report._site import Site
     from a2rl.results import LoadedRun
 
 CHUNK_TURNS = 200
@@ -52,7 +52,6 @@ MAX_DIFF_LINES = 400
 MAX_DIFF_FILES = 30
 MAX_JOURNAL = 5000
 MAX_INSTRUCTIONS_BYTES = 256 << 10
-ASSETS = ("trajectory.js", "trajectory.css")
 PAGE = "trajectory.html"
 _EVIDENCE_PREFIX = re.compile(r"^[^\s:]+:\d+:\s*")
 
@@ -433,31 +432,27 @@ ORDER = {"prompt": -1, "turn": 0, "log": 0, "exec": 1, "sub": 2, "snap": 3, "jou
 """Items at the same second, in this order."""
 
 
-def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajectory:
+def build(site: SiteContext, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajectory:
     """Write `<run>/trajectory.html`, its chunks and the run's evaluation pages beside the
     run page (in `here`); return what the run page links to."""
-    from importlib.resources import files
-
     from a2rl.report import _evaluations
-    from a2rl.report._html import CSP, _deps, js_literal
+    from a2rl.report._html import CSP, _deps, js_literal, render_template
+    from a2rl.report._published import publishable
 
-    jinja2, markupsafe, _ = _deps()
+    _, markupsafe, _ = _deps()
 
     stem = Path(site.page_of[row["run_id"]]).stem
     folder = here / stem
     data_dir = folder / "trajectory"
     data_dir.mkdir(parents=True, exist_ok=True)
-    for name in ASSETS:
-        (site.out / "assets" / name).write_bytes(
-            files("a2rl.report").joinpath("assets", name).read_bytes())
-    evaluations = _evaluations.build(r, folder, site.out / "assets")
+    evaluations = _evaluations.build(r, folder)
 
     a = r.analysis
     phases = {int(t["turn"]): str(t["phase"]) for t in (a.turns if a else [])
               if isinstance(t.get("turn"), int) and isinstance(t.get("phase"), str)}
     # An imported run's event log is shown only when its import manifest lists it (as the run
     # page publishes only those records).
-    events = (r.events or []) if "agent/events.jsonl" in site.publishable(r) else []
+    events = (r.events or []) if "agent/events.jsonl" in publishable(r) else []
     turns, prompts = _turns(events, phases)
     items: list[dict[str, Any]] = list(turns) + (prompts or _recorded_prompt(r))
     for c in a.commands if a else []:
@@ -485,7 +480,7 @@ def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajecto
     items += _snapshots(r) + _scaffold(r)
     if not events:  # no parsed transcript: the agent's own log, line by line, instead
         marks = sorted(i["t"] for i in items if i["k"] in ("sub", "snap", "journal", "ckpt"))
-        items += _log_blocks(r.path, site.publishable(r), marks)
+        items += _log_blocks(r.path, publishable(r), marks)
     budget = r.record.config.budget_s if r.record.config else None
     if budget:
         items.append({"k": "budget", "t": round(float(budget), 2)})
@@ -507,10 +502,8 @@ def build(site: Site, r: LoadedRun, row: dict[str, Any], here: Path) -> Trajecto
             "chunks": index, "imported": row.get("imported") or None,
             "evaluations": [{"id": e.id, "href": e.href, "n": e.items}
                             for e in evaluations]}
-    env = jinja2.Environment(loader=jinja2.PackageLoader("a2rl.report", "templates"),
-                             autoescape=True)
-    html = env.get_template(PAGE).render(
-        title=f"trajectory of {row['run_id']}", csp=CSP, root="../../",
+    html = render_template(
+        PAGE, title=f"trajectory of {row['run_id']}", csp=CSP, root="../../",
         run_page=f"../{stem}.html", meta=meta,
         data=markupsafe.Markup(js_literal(meta).replace(">", "\\u003e").replace("&", "\\u0026")))
     (folder / PAGE).write_text(html)

@@ -1,23 +1,18 @@
 // One evaluation's per-item page (evals/<id>.html): the items in page files
-// (evals/<id>/page-N.js, each calling A2RLEvaluation.register), added as <script> elements
-// when shown or when a filter needs them (fetch() of file:// is refused by Chromium). Every
-// record text is set with textContent: a completion is never parsed as markup.
+// (evals/<id>/page-N.js, each calling A2RLEvaluation.register), read through viewer.js when
+// shown or when a filter needs them. Every record text is set with textContent: a completion
+// is never parsed as markup.
 (function () {
   "use strict";
   var meta = JSON.parse(document.getElementById("eval-meta").textContent);
   var box = document.getElementById("eval-items");
   var where = document.getElementById("eval-where");
   var FOLD_LINES = 8, FOLD_CHARS = 1200, PER = meta.page_items;
-  var pages = {}, waiting = {};
+  var files = A2RLViewer.chunks(meta.pages, "page"), pages = files.data, load = files.load;
+  var el = A2RLViewer.el;
   var view = null;   // indexes of the filtered items, or null for all
   var at = 0;        // first item shown
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
   function folded(cls, label, text) {
     text = String(text);
     var wrap = el("div", "field " + cls);
@@ -33,24 +28,6 @@
     d.appendChild(el("pre", null, text));
     wrap.appendChild(d);
     return wrap;
-  }
-  function load(p) {
-    return new Promise(function (resolve, reject) {
-      if (pages[p]) { resolve(); return; }
-      var first = !waiting[p];
-      (waiting[p] = waiting[p] || []).push(resolve);
-      if (!first) return;
-      var s = document.createElement("script");
-      s.src = meta.pages[p];
-      s.onerror = function () { reject(new Error("page " + p + " could not be read")); };
-      document.body.appendChild(s);
-    });
-  }
-  function register(p, items) {
-    if (pages[p]) return;
-    pages[p] = items;
-    (waiting[p] || []).forEach(function (f) { f(); });
-    delete waiting[p];
   }
   function get(i) { return pages[Math.floor(i / PER)][i % PER]; }
   function render(it) {
@@ -87,11 +64,6 @@
       document.getElementById("eval-next").disabled = last >= total;
     }, function (err) { where.textContent = String(err.message || err); });
   }
-  function loadAll() {
-    return meta.pages.reduce(function (p, _s, k) {
-      return p.then(function () { return load(k); });
-    }, Promise.resolve());
-  }
   document.getElementById("eval-prev").addEventListener("click", function () {
     at = Math.max(0, at - PER); show();
   });
@@ -104,7 +76,7 @@
     var q = document.getElementById("eval-q").value.trim().toLowerCase();
     if (which === "all" && !q) { view = null; at = 0; show(); return; }
     where.textContent = "filtering…";
-    loadAll().then(function () {
+    files.loadAll().then(function () {
       view = [];
       for (var i = 0; i < meta.n_items; i++) {
         var it = get(i);
@@ -115,8 +87,8 @@
       }
       at = 0;
       show();
-    });
+    }, function (err) { where.textContent = String(err.message || err); });
   });
-  window.A2RLEvaluation = {register: register, meta: meta};
+  window.A2RLEvaluation = {register: files.register, meta: meta};
   if (meta.n_items) show(); else where.textContent = "no items recorded";
 })();

@@ -1,23 +1,20 @@
 // The trajectory viewer of one run (trajectory.html): the run's timeline in chunk files
-// (trajectory/chunk-N.js, each calling A2RLTrajectory.register), added as <script> elements
-// when needed (fetch() of file:// is refused by Chromium). A chunk's data is read when a
-// search or an anchor needs it and drawn only when its place on the page scrolls into view
-// (or an anchor points into it), so a long run opens with one chunk drawn. Every piece of
-// record text is set with textContent: agent text is never parsed as markup.
+// (trajectory/chunk-N.js, each calling A2RLTrajectory.register), read through viewer.js. A
+// chunk's data is read when a search or an anchor needs it and drawn only when its place on
+// the page scrolls into view (or an anchor points into it), so a long run opens with one
+// chunk drawn. Every piece of record text is set with textContent: agent text is never parsed
+// as markup.
 (function () {
   "use strict";
   var meta = JSON.parse(document.getElementById("traj-meta").textContent);
   var timeline = document.getElementById("traj-timeline");
   var FOLD_LINES = 6, FOLD_CHARS = 800;
   var HIDDEN = {call_id: 1};  // extra fields that only pair events
-  var data = {}, waiting = {}, sections = [], drawn = {};
+  var files = A2RLViewer.chunks(meta.chunks.map(function (c) { return c.src; }), "chunk");
+  var data = files.data, load = files.load, loadAll = files.loadAll;
+  var el = A2RLViewer.el;
+  var sections = [], drawn = {};
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
   function clock(t) {
     t = Math.max(0, Math.round(Number(t) || 0));
     var h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, s = t % 60;
@@ -179,12 +176,6 @@
     return box;
   }
 
-  function register(i, items) {
-    if (data[i]) return;
-    data[i] = items;
-    (waiting[i] || []).forEach(function (f) { f(); });
-    delete waiting[i];
-  }
   function draw(i) {
     if (drawn[i]) return;
     drawn[i] = true;
@@ -197,27 +188,12 @@
     data[i].forEach(function (item, j) { frag.appendChild(render(item, i, j)); });
     sec.appendChild(frag);
   }
-  // The chunk's data read and drawn.
+  // The chunk's data read and drawn; when it cannot be read, its placeholder says so.
   function show(i) {
-    return load(i).then(function () { draw(i); });
-  }
-  function load(i) {
-    return new Promise(function (resolve, reject) {
-      if (data[i]) { resolve(); return; }
-      var first = !waiting[i];
-      (waiting[i] = waiting[i] || []).push(resolve);
-      if (!first) return;
-      var s = document.createElement("script");
-      s.src = meta.chunks[i].src;
-      s.onerror = function () { reject(new Error("chunk " + i + " could not be read")); };
-      document.body.appendChild(s);
+    return load(i).then(function () { draw(i); }, function (err) {
+      if (!drawn[i]) sections[i].firstChild.textContent = String(err.message || err);
+      throw err;
     });
-  }
-  // Every chunk's data read (not drawn).
-  function loadAll() {
-    return meta.chunks.reduce(function (p, _c, i) {
-      return p.then(function () { return load(i); });
-    }, Promise.resolve());
   }
 
   // Placeholders for every chunk, in order, each about as tall as its chunk will be (so that
@@ -330,7 +306,7 @@
   function drawAll() {
     return loadAll().then(function () { meta.chunks.forEach(function (_c, i) { draw(i); }); });
   }
-  window.A2RLTrajectory = {register: register, anchorFor: anchorFor, load: load, show: show,
+  window.A2RLTrajectory = {register: files.register, anchorFor: anchorFor, load: load, show: show,
                            loadAll: loadAll, drawAll: drawAll, meta: meta};
   route();
   if (observer) sections.forEach(function (sec) { observer.observe(sec); });

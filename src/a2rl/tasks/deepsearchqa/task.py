@@ -32,58 +32,43 @@ inputs, same JSON reply: `correctness_details` per gold item and `excessive_answ
 fills the same two lists with a normalising string matcher (`grading.string_grade`, pinned by a
 hand-labelled fixture); `auto` = `llm` when a judge is configured, else `string`. Either way the
 official rule turns the two lists into the grade. The grader used is recorded (`grader_llm`).
+
+Beside this module: `react.py` (the action format and its parser), `env.py` (one question's
+environment), `answer_grader.py` (one answer graded by the judge or the string grader),
+`sources.py` (the hub split and the offline files), `search.py`, `grading.py`, `make_data.py`.
 """
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import json
 import os
-import re
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from a2rl._errors import A2RLError
 from a2rl._secrets import installation_seed
 from a2rl._util import stable_hash
-from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
+from a2rl.envs import Env, Episode, RolloutConfig, Step
 from a2rl.inference import GenerationSettings
 from a2rl.tasks._core.interactive import InteractiveTask
 from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._core.task import EvalOutcome, TaskParams, secret_field
-from a2rl.tasks._lib.hub import hub_dataset_file
 from a2rl.tasks._lib.judge import (
     ENV_BASE_URL,
     ENV_MODEL,
-    JudgeClient,
-    JudgementCache,
     JudgeSettings,
-    JudgeStats,
     configured_judge_model,
-    judge_strict,
-    judgement_key,
     sha256_text,
 )
-from a2rl.tasks.deepsearchqa.grading import (
-    SET,
-    SINGLE,
-    STRING_GRADER_VERSION,
-    Outcome,
-    expected_items,
-    outcome,
-    outcome_from_verdict,
-    parse_judge_reply,
-    string_grade,
-)
+from a2rl.tasks.deepsearchqa.answer_grader import PROMPT_FILE, AnswerGrader, Grader, judge_template
+from a2rl.tasks.deepsearchqa.env import DeepSearchQAEnv
+from a2rl.tasks.deepsearchqa.grading import STRING_GRADER_VERSION
 from a2rl.tasks.deepsearchqa.make_data import heldout_world
+from a2rl.tasks.deepsearchqa.react import first_observation, parse_action
 from a2rl.tasks.deepsearchqa.search import (
     ENV_SEARCH_URL,
     WEB_FIX,
@@ -92,24 +77,22 @@ from a2rl.tasks.deepsearchqa.search import (
     SearchError,
     WebSearchBackend,
     corpus_sha256,
-    format_results,
     parse_corpus,
     public_url,
     web_search_configured,
 )
+from a2rl.tasks.deepsearchqa.sources import (
+    HUB_REPO,
+    SPLIT_SEED,
+    data_path,
+    load_hub_rows,
+    offline_text,
+    split_hub,
+)
 
-HUB_REPO = "google/deepsearchqa"
-HUB_FILE = "DSQA-full.csv"
-SPLIT_SEED = 20250101
-"""Fixed: the hub split must be the same for every run, agent and baseline."""
-N_HELDOUT = 200
-N_TRAIN = 100
-OFFLINE_DIR = ("data",)
-PROMPT_FILE = "judge.txt"
 MAX_STEPS = 8
 STOP = ("\nObservation:",)
 """Generation stops *after* the action, where the model would start inventing the observation."""
-Grader = Literal["llm", "string"]
 OFFICIAL_REFERENCE = ("DeepSearchQA (arXiv:2601.20975) and its Kaggle starter code "
                       "(andrewmingwang/deepsearchqa-starter-code, scriptVersionId 285323691)")
 """Where the grading rule and the judge prompt's structure come from."""
@@ -121,221 +104,6 @@ GRADER_NOTES: dict[str, str] = {
 }
 HELDOUT_SEED_NAME = "deepsearchqa-heldout-seed"
 """The installation secret (under $A2RL_HOME) that seeds the offline held-out world."""
-
-
-# ---- actions --------------------------------------------------------------------------------
-
-_ACTION = re.compile(r"\b(search|answer)\s*\[", re.IGNORECASE)
-
-
-def _bracket_body(text: str, start: int) -> str:
-    """Text from `start` to the matching `]` (nested brackets allowed); when the bracket is never
-    closed (e.g. generation hit the token limit), the rest of that line."""
-    depth = 1
-    for i in range(start, len(text)):
-        if text[i] == "[":
-            depth += 1
-        elif text[i] == "]":
-            depth -= 1
-            if depth == 0:
-                return text[start:i]
-    return text[start:].split("\n", 1)[0]
-
-
-def parse_action(completion: str) -> str | None:
-    """The first action in a completion, canonicalised as `search[query]` or `answer[text]`.
-
-    Case-insensitive, anywhere in the text (an `Action:` prefix is expected but not required).
-    Whitespace inside the brackets is collapsed. A `search` with an empty query is skipped (the
-    next action, if any, counts); `answer[]` is an (empty, hence wrong) answer. None when the
-    completion holds no action: the episode then ends without an answer."""
-    for m in _ACTION.finditer(completion):
-        body = " ".join(_bracket_body(completion, m.end()).split())
-        name = m.group(1).lower()
-        if name == "search" and not body:
-            continue
-        return f"{name}[{body}]"
-    return None
-
-
-def split_action(action: str) -> tuple[str, str]:
-    """(`search` | `answer` | `invalid`, body) from a canonical action string."""
-    m = re.fullmatch(r"(search|answer)\[(.*)\]", action.strip(), re.IGNORECASE | re.DOTALL)
-    if not m:
-        return "invalid", action
-    return m.group(1).lower(), m.group(2).strip()
-
-
-# ---- prompts --------------------------------------------------------------------------------
-
-
-def first_observation(question: str, *, top_k: int, max_steps: int, collection: str) -> str:
-    """The whole first user turn: the rules, the action format and the question."""
-    return f"""You are a research agent. Answer the question at the end by searching {collection}.
-
-Work in steps. In each reply, write one short thought, then exactly one action:
-
-Thought: <your reasoning>
-Action: search[<query>]
-
-or, when you know the answer:
-
-Thought: <your reasoning>
-Action: answer[<final answer>]
-
-Rules:
-- search[<query>] returns the top {top_k} results in the next message, which starts with "Observation:".
-- answer[<final answer>] ends the episode. Write only the answer, not a sentence. If the question asks \
-for several items, give every one of them, separated by "; ".
-- Only the first action of each reply is used; stop writing after it.
-- You have at most {max_steps} actions. If you have not answered by then, the question counts as wrong.
-- The facts you need are usually spread over several documents: search for one thing at a time and \
-use what you found in the next search.
-
-Question: {question}"""
-
-
-def judge_template() -> str:
-    """The judge prompt, shipped as a package file so its hash identifies it."""
-    return resources.files(__package__).joinpath("prompts", PROMPT_FILE).read_text(encoding="utf-8")
-
-
-def render_judge_prompt(template: str, *, question: str, answer_type: str, gold_answer: str,
-                        predicted_answer: str) -> str:
-    """Fill the template in one pass, so braces or placeholders inside answers stay literal."""
-    values = {"question": question, "answer_type": answer_type, "gold_answer": gold_answer,
-              "predicted_answer": predicted_answer}
-    return re.sub(r"\{(question|answer_type|gold_answer|predicted_answer)\}", lambda m: values[m.group(1)],
-                  template)
-
-
-def answer_type_of(raw: str) -> str:
-    return SET if "set" in raw.casefold() else SINGLE
-
-
-# ---- grading --------------------------------------------------------------------------------
-
-
-@dataclass
-class Verdict:
-    outcome: Outcome
-    """The question's grade under DeepSearchQA's rule (found items, extra items)."""
-    grader: Grader
-    verdict: str
-    """`fully_correct`, `correct_with_extraneous`, `partially_correct`, `fully_incorrect`,
-    `empty` (no answer text) or `unparseable` (the judge never replied with a usable grade)."""
-    replies: list[str] = field(default_factory=list)
-    cached: bool = False
-
-    @property
-    def correct(self) -> bool:
-        return self.outcome.fully_correct
-
-
-def category(o: Outcome) -> str:
-    """The paper's four disjoint categories."""
-    if o.fully_correct:
-        return "fully_correct"
-    if o.correct_with_extraneous:
-        return "correct_with_extraneous"
-    return "partially_correct" if o.partially_correct else "fully_incorrect"
-
-
-class AnswerGrader:
-    """Grades final answers with the judge or the string match; `submit` grades in a thread
-    pool so the judge calls of a lockstep batch run concurrently."""
-
-    def __init__(self, mode: Grader, *, settings: JudgeSettings | None = None, parse_retries: int = 2,
-                 concurrency: int = 8) -> None:
-        self.mode = mode
-        self.stats = JudgeStats()
-        self.parse_retries = parse_retries
-        self.settings = settings
-        self.template = judge_template()
-        self.template_sha256 = sha256_text(self.template)
-        self._client: JudgeClient | None = None
-        self._cache: JudgementCache | None = None
-        if mode == "llm":
-            if settings is None:
-                raise ValueError("the llm grader needs judge settings")
-            self._client = JudgeClient(settings, stats=self.stats)
-            self._cache = JudgementCache()
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="a2rl-dsqa-judge")
-
-    def grade(self, payload: dict[str, Any], prediction: str) -> Verdict:
-        items = expected_items(str(payload["answer"]), str(payload["answer_type"]),
-                               payload.get("answer_items"))
-        if not prediction.strip():
-            return Verdict(outcome([False] * len(items), []), self.mode, "empty")
-        if self.mode == "string":
-            o = string_grade(prediction, items)
-            return Verdict(o, "string", category(o))
-        assert self._client is not None and self.settings is not None
-        fields = [payload["question"], payload["answer_type"], payload["answer"], prediction]
-        text = render_judge_prompt(self.template, question=fields[0], answer_type=fields[1],
-                                   gold_answer=fields[2], predicted_answer=fields[3])
-        key = judgement_key(template_sha256=self.template_sha256, model=self.settings.model, fields=fields)
-        j = judge_strict(self._client, self._cache, key=key, messages=[{"role": "user", "content": text}],
-                         parse=parse_judge_reply, parse_retries=self.parse_retries)
-        if j.verdict is None:  # no usable grade: every expected item missing
-            return Verdict(outcome([False] * len(items), []), "llm", "unparseable", j.replies, j.cached)
-        o = outcome_from_verdict(j.verdict)
-        return Verdict(o, "llm", category(o), j.replies, j.cached)
-
-    def submit(self, payload: dict[str, Any], prediction: str) -> Future[Verdict]:
-        return self._pool.submit(self.grade, payload, prediction)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._client is not None:
-            self._client.close()
-        if self._cache is not None:
-            self._cache.close()
-
-
-# ---- environment ----------------------------------------------------------------------------
-
-
-class DeepSearchQAEnv:
-    """One question. `search[q]` → top-k results; `answer[a]` → done (graded by the task)."""
-
-    def __init__(self, episode: Episode, backend: SearchBackend, *, top_k: int, max_steps: int,
-                 collection: str, submit: Callable[[dict[str, Any], str], Future[Verdict]]) -> None:
-        self.episode = episode
-        self.backend = backend
-        self.top_k, self.max_steps, self.collection = top_k, max_steps, collection
-        self._submit = submit
-        self.searches: list[str] = []
-        self.answer: str | None = None
-        self.verdict: Future[Verdict] | None = None
-        self.n_actions = 0
-
-    def reset(self) -> str:
-        return first_observation(self.episode.payload["question"], top_k=self.top_k,
-                                 max_steps=self.max_steps, collection=self.collection)
-
-    def step(self, action: str) -> StepResult:
-        if self.answer is not None:
-            return StepResult("The episode is over.", 0.0, True)
-        self.n_actions += 1
-        name, body = split_action(action)
-        if name == "answer":
-            self.answer = body
-            self.verdict = self._submit(self.episode.payload, body)  # graded concurrently
-            return StepResult("Answer recorded.", 0.0, True, {"answer": body})
-        if name == "search":
-            self.searches.append(body)
-            obs = "Observation:\n" + format_results(self.backend.search(body, self.top_k))
-        else:
-            obs = "Observation: not an action. Use search[<query>] or answer[<final answer>]."
-        if self.n_actions == self.max_steps - 1:
-            obs += "\n\nYou have one action left: give your final answer now with answer[...]."
-        return StepResult(obs, 0.0, False, {"search": body} if name == "search" else {})
-
-    def admissible_actions(self) -> list[str] | None:
-        return None
-
-    def close(self) -> None: ...
 
 
 # ---- the task -------------------------------------------------------------------------------
@@ -429,13 +197,13 @@ class DeepSearchQATask(InteractiveTask):
         the package at all (they come from the secret seed); the train questions are written
         into the workspace, so the package copy is hidden as well: nothing held out can be
         read, and nothing inside needs the file."""
-        return [_data_path("questions.jsonl")]
+        return [data_path("questions.jsonl")]
 
     @classmethod
     def sandbox_visible_paths(cls) -> list[Path]:
         """Package data the in-sandbox tools need: the train world's corpus (what `a2rl
         rollout` searches on the train episodes)."""
-        return [_data_path("corpus.jsonl")]
+        return [data_path("corpus.jsonl")]
 
     # ---- data ---------------------------------------------------------------------------------
 
@@ -449,7 +217,7 @@ class DeepSearchQATask(InteractiveTask):
 
     @cached_property
     def _offline_train(self) -> list[dict[str, Any]]:
-        text = _offline_text("questions.jsonl")
+        text = offline_text("questions.jsonl")
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     @cached_property
@@ -551,7 +319,7 @@ class DeepSearchQATask(InteractiveTask):
             return BM25CorpusBackend(parse_corpus(text.splitlines(), "held-out corpus"),
                                      snippet_chars=p.snippet_chars, label="a2rl offline held-out corpus",
                                      sha256=sha256_text(text))
-        text = _offline_text("corpus.jsonl")
+        text = offline_text("corpus.jsonl")
         return BM25CorpusBackend(parse_corpus(text.splitlines(), "offline corpus"),
                                  snippet_chars=p.snippet_chars, label="a2rl offline corpus",
                                  sha256=sha256_text(text))
@@ -563,7 +331,7 @@ class DeepSearchQATask(InteractiveTask):
             return {"backend": "web", "api_url": public_url(os.environ.get(ENV_SEARCH_URL, ""))}
         if p.corpus_path:
             return {"backend": "corpus", "corpus_sha256": corpus_sha256(Path(p.corpus_path))}
-        return {"backend": "corpus", "corpus_sha256": sha256_text(_offline_text("corpus.jsonl")),
+        return {"backend": "corpus", "corpus_sha256": sha256_text(offline_text("corpus.jsonl")),
                 "heldout_corpus_sha256": sha256_text(self._heldout_corpus_text())}
 
     def fingerprint(self) -> str:
@@ -785,55 +553,3 @@ class DeepSearchQATask(InteractiveTask):
             data=data, max_steps=MAX_STEPS, rendered=rendered,
             max_new_tokens=self.rollout.generation.max_new_tokens, search_text=search_text,
             top_k=p.top_k, snippet_chars=p.snippet_chars, grading=grading, n_eval=n_eval)
-
-
-# ---- data sources ---------------------------------------------------------------------------
-
-
-def _data_path(name: str) -> Path:
-    """A package data file as a filesystem path (the sandbox masks and reveals by path)."""
-    return Path(str(resources.files(__package__).joinpath(*OFFLINE_DIR, name)))
-
-
-def _offline_text(name: str) -> str:
-    return resources.files(__package__).joinpath(*OFFLINE_DIR, name).read_text(encoding="utf-8")
-
-
-def hub_csv() -> Path:
-    """`DSQA-full.csv` from the Hub (or its cache)."""
-    return hub_dataset_file(HUB_REPO, HUB_FILE, "DeepSearchQA")
-
-
-def load_hub_rows(path: Path | None = None) -> list[dict[str, Any]]:
-    """Question records from DSQA-full.csv; rows without a problem or an answer are dropped."""
-    path = path or hub_csv()
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"problem", "answer", "answer_type"} - set(reader.fieldnames or [])
-            if missing:
-                raise ValueError(f"missing columns: {', '.join(sorted(missing))}")
-            raw = list(reader)
-    except (OSError, ValueError, csv.Error) as exc:
-        raise A2RLError(f"{HUB_REPO}/{HUB_FILE} in the Hugging Face cache is unreadable: {exc}",
-                        "delete it from the cache and download it again") from exc
-    rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for i, r in enumerate(raw):
-        problem, answer = (r.get("problem") or "").strip(), (r.get("answer") or "").strip()
-        rid = f"dsqa-{(r.get('example_id') or '').strip() or i}"
-        if not problem or not answer or rid in seen:
-            continue
-        seen.add(rid)
-        kind = answer_type_of(r.get("answer_type") or "")
-        rows.append({"id": rid, "question": problem, "answer": answer, "answer_type": kind,
-                     "answer_items": expected_items(answer, kind),
-                     "category": (r.get("problem_category") or "").strip()})
-    return rows
-
-
-def split_hub(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(train, held-out): rows ordered by sha256(f"{SPLIT_SEED}:{id}"); the first N_HELDOUT are
-    held out, the next N_TRAIN train-visible. Independent of the file's row order."""
-    order = sorted(rows, key=lambda r: hashlib.sha256(f"{SPLIT_SEED}:{r['id']}".encode()).hexdigest())
-    return order[N_HELDOUT:N_HELDOUT + N_TRAIN], order[:N_HELDOUT]
