@@ -26,7 +26,7 @@ from a2rl.grader import (
 )
 from a2rl.grader._items import ItemValues
 from a2rl.models import resolve_model
-from a2rl.records import TERMINAL_STATUSES
+from a2rl.records import TERMINAL_STATUSES, RunConfig
 from a2rl.tasks import EvalOutcome, get_task
 from conftest import TINY_TASK, perturb
 
@@ -106,9 +106,13 @@ def env(tmp_path: Path, tiny_model: Path, model_copy):
     fake = QualityEvaluator()
     made: list[Grader] = []
 
-    def make(events=None, hidden: bool = False, **config) -> Grader:
-        g = Grader(run_dir, ws, task, base, baseline_record(task, base, hidden=hidden),
-                   GraderConfig(budget_s=600.0, final="hidden" if hidden else "off", **config),
+    def make(events=None, hidden: bool = False, disk_reserve_bytes: int | None = None,
+             **options) -> Grader:
+        run = RunConfig(budget_s=600.0, final="hidden" if hidden else "off",
+                        runs_dir=str(tmp_path), **options)
+        config = GraderConfig(run) if disk_reserve_bytes is None else \
+            GraderConfig(run, disk_reserve_bytes=disk_reserve_bytes)
+        g = Grader(run_dir, ws, task, base, baseline_record(task, base, hidden=hidden), config,
                    events=events, evaluator=fake)
         g.start_clock()
         made.append(g)

@@ -28,6 +28,7 @@ from test_adversarial_grader import QualityEvaluator, baseline_record
 from a2rl.grader import Grader, GraderConfig, _artifact
 from a2rl.grader._evaluation import EvalJob
 from a2rl.models import resolve_model
+from a2rl.records import RunConfig
 from a2rl.tasks import get_task
 from conftest import TINY_TASK, perturb
 
@@ -46,7 +47,8 @@ def env(tmp_path: Path, tiny_model: Path, model_copy):
     base = resolve_model(str(tiny_model))
     fake = QualityEvaluator()
     grader = Grader(run_dir, ws, task, base, baseline_record(task, base),
-                    GraderConfig(budget_s=600.0), evaluator=fake)
+                    GraderConfig(RunConfig(budget_s=600.0, runs_dir=str(tmp_path))),
+                    evaluator=fake)
     grader.start_clock()
     yield run_dir, ws, grader, fake, model_copy
     grader.close()

@@ -236,7 +236,7 @@ def test_cmd_agent_run_end_to_end_from_a_relative_script(tmp_path: Path, tiny_mo
     assert "prompt: be brief" in text and "no-such-trainer: command not found" in text
     assert "scoring the baseline (arith): " in out.stdout and "6/6 (100%)" in out.stdout
     (run_dir,) = (runs / "arith").iterdir()
-    from a2rl.runner import load_run
+    from a2rl.records import load_run
 
     record = load_run(run_dir)
     assert record.agent_exit_code == 127 and record.config.agent_dirs == [str(work / "prompts")]

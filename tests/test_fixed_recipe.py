@@ -162,12 +162,14 @@ def test_reference_agent_command_and_environment(tmp_path: Path) -> None:
     from a2rl._errors import A2RLError
     from a2rl.agents._agent import AgentContext
     from a2rl.agents.reference import ReferenceAgent
+    from a2rl.records import RunConfig
     from a2rl.workspace import Workspace
 
     ws = Workspace.__new__(Workspace)
-    ctx = AgentContext(workspace=ws, grader_url="http://x", token="t", budget_s=60,
-                       task="arith", mode="free", python="/venv/bin/python",
-                       options={"recipe": "grpo", "grpo_lr": "1e-5"})
+    ctx = AgentContext(workspace=ws, grader_url="http://x", token="t",
+                       config=RunConfig(budget_s=60, runs_dir=str(tmp_path),
+                                        agent_options={"recipe": "grpo", "grpo_lr": "1e-5"}),
+                       task="arith", python="/venv/bin/python")
     agent = ReferenceAgent()
     assert agent.command(ctx) == ["/venv/bin/python", "-m", "a2rl.agents.reference_agent",
                                   "--grpo-lr", "1e-5", "--recipe", "grpo"]

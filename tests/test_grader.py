@@ -15,6 +15,7 @@ import pytest
 from a2rl._util import utcnow
 from a2rl.grader import BaselineRecord, Grader, GraderConfig, GraderServer
 from a2rl.models import resolve_model
+from a2rl.records import RunConfig
 from a2rl.tasks import EvalOutcome, get_task
 from conftest import TINY_TASK, perturb
 
@@ -54,7 +55,8 @@ def setup(tmp_path: Path, tiny_model: Path, model_copy):
     fake = FakeEvaluator()
 
     def make(budget: float = 600.0) -> Grader:
-        g = Grader(run_dir, ws, task, base, baseline, GraderConfig(budget_s=budget),
+        g = Grader(run_dir, ws, task, base, baseline,
+                   GraderConfig(RunConfig(budget_s=budget, runs_dir=str(tmp_path))),
                    evaluator=fake)
         g.start_clock()
         return g

@@ -80,6 +80,7 @@ def test_redacted_params_restore_on_this_installation_only(a2rl_home: Path) -> N
 def test_hidden_final_run_end_to_end_with_the_real_child(tmp_path: Path, tiny_model: Path,
                                                          model_copy, a2rl_home: Path) -> None:
     from a2rl.grader import Grader, GraderConfig, read_final
+    from a2rl.records import RunConfig
     from conftest import perturb
 
     task = get_task("arith", {**TINY_TASK, "heldout_seed": SEED, "n_heldout": 8})
@@ -90,7 +91,8 @@ def test_hidden_final_run_end_to_end_with_the_real_child(tmp_path: Path, tiny_mo
     baseline = score_baseline(task, base, run_dir / "evals" / "baseline", timeout_s=900,
                               final="hidden")
     g = Grader(run_dir, ws, task, base, baseline,
-               GraderConfig(budget_s=600, final="hidden", eval_timeout_s=900))
+               GraderConfig(RunConfig(budget_s=600, final="hidden", eval_timeout_s=900,
+                                   runs_dir=str(tmp_path))))
     g.start_clock()
     perturb(model_copy(ws / "output" / "v1"), scale=0.05)
     r = g.submit("output/v1", final=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,9 @@ class Script:
     """Shared state: the plan, every request received, every usage figure sent."""
 
     plan: tuple[Step, ...] = DEFAULT_PLAN
+    side_reply: Callable[[dict[str, Any]], str] | None = None
+    """The text answering a side request (no shell tool offered), from its body: a scripted
+    judge's rule. None: a short fixed text."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -148,15 +152,21 @@ def agent_context(root: Path, **overrides: Any) -> Any:
     """A launcher unit test's AgentContext: a fake workspace at `root/ws` holding only the two
     files a CLI prompt is built from (instructions.md, description.md)."""
     from a2rl.agents import AgentContext
+    from a2rl.records import RunConfig
     from a2rl.workspace import Workspace
 
     ws = root / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "instructions.md").write_text("# Instructions\nDo well.")
     (ws / "description.md").write_text("# Task\nAdd numbers.")
+    # run options (options= is --agent-opt) go into the run config, the rest to the context
+    run = {"budget_s": 600, "network": "full", "runs_dir": str(root / "runs"),
+           **{("agent_options" if k == "options" else k): overrides.pop(k)
+              for k in ("budget_s", "mode", "options", "driver", "driver_base_url", "network")
+              if k in overrides}}
     fields: dict[str, Any] = dict(
-        workspace=Workspace(ws), grader_url="http://127.0.0.1:1", token="t", budget_s=600,
-        task="arith", mode="free", python="/usr/bin/python3")
+        workspace=Workspace(ws), grader_url="http://127.0.0.1:1", token="t",
+        config=RunConfig(**run), task="arith", python="/usr/bin/python3")
     fields.update(overrides)
     return AgentContext(**fields)
 

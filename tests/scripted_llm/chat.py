@@ -6,7 +6,8 @@ shell tool among `tools` (`{"type": "function", "function": {"name", "parameters
 answered with the plan's next step: the step's text as `content` plus one `tool_calls` entry for
 the shell tool (`finish_reason: "tool_calls"`), or the final text (`"stop"`). The step is chosen
 by the number of tool results (`role: "tool"` messages) already in the conversation. Side
-requests (no shell tool offered: session titles, summaries) get a short plain text.
+requests (no shell tool offered: session titles, summaries) get a short plain text, or
+what the Script's `side_reply` rule answers (a scripted judge).
 
 Streaming (`"stream": true`) follows the real API: `data: <chat.completion.chunk>` events — the
 role, the text, the tool call (id + name first, then the arguments), a chunk with the
@@ -52,7 +53,8 @@ def _completion(script: Script, body: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant"}
     if shell is None:
         sent = script.usage(ROUTE, main=False, step=None)
-        message["content"], finish = "Scripted session", "stop"
+        reply = script.side_reply(body) if script.side_reply else "Scripted session"
+        message["content"], finish = reply, "stop"
     else:
         n = _tool_results(body.get("messages") or [])
         step = script.step(n)

@@ -38,22 +38,39 @@ class AgentContext:
     workspace: Workspace
     grader_url: str
     token: str
-    budget_s: float
+    config: RunConfig
+    """The run's options: the agent's time limit, mode, --agent-opt, driver, network policy."""
     task: str
-    mode: str
+    """The task's name (mode multi: every task's, comma-separated)."""
     python: str
     """The interpreter with a2rl's training stack (the agent may use it or its own)."""
-    options: dict[str, str] = field(default_factory=dict)
-    """--agent-opt key=value pairs, interpreted by the agent launcher."""
-    driver: str | None = None
-    """--driver: the LLM that drives a CLI agent (its default when None)."""
-    driver_base_url: str | None = None
-    """--driver-base-url: a compatible endpoint instead of the provider's own."""
-    network: str = "full"
-    """The sandbox's network policy (allowlist | none | full); launchers turn off hosted tools
-    that would bypass the egress proxy under allowlist and none."""
     graders: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Mode multi: task → (grader URL, token); each task folder's grader.env has them too."""
+
+    @property
+    def options(self) -> dict[str, str]:
+        """--agent-opt key=value pairs, interpreted by the agent launcher."""
+        return self.config.agent_options
+
+    @property
+    def mode(self) -> str:
+        return self.config.mode
+
+    @property
+    def driver(self) -> str | None:
+        """--driver: the LLM that drives a CLI agent (its default when None)."""
+        return self.config.driver
+
+    @property
+    def driver_base_url(self) -> str | None:
+        """--driver-base-url: a compatible endpoint instead of the provider's own."""
+        return self.config.driver_base_url
+
+    @property
+    def network(self) -> str:
+        """The sandbox's network policy (allowlist | none | full); launchers turn off hosted
+        tools that would bypass the egress proxy under allowlist and none."""
+        return self.config.network
 
 
 class DriverChoice(Protocol):
@@ -168,7 +185,7 @@ class Agent(ABC):
             "HOME": "/tmp/home",
             "HF_HOME": "/tmp/home/.cache/huggingface",
             "PYTHONUNBUFFERED": "1",
-            "A2RL_BUDGET_SECONDS": str(int(ctx.budget_s)),
+            "A2RL_BUDGET_SECONDS": str(int(ctx.config.agent_time_limit_s)),
             "A2RL_MODE": ctx.mode,
             "A2RL_WORKSPACE": str(ws.root),
             "TASK": ctx.task,

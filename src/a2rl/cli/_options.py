@@ -9,20 +9,26 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from a2rl.records import RunConfig, default_text, run_options
+
 if TYPE_CHECKING:
     from a2rl.records import TrackingConfig
 
 
-RunsDir = Annotated[Path | None, typer.Option(help="Folder holding runs/<task>/<run_id> "
-                                              "(default ./runs or $A2RL_RUNS_DIR).")]
+def _declared_help(name: str) -> str:
+    """The help of the run option `name` as RunConfig declares it (every command that takes
+    the option shows the same words), with what its default means where the command leaves
+    the value unset (Typer shows the others)."""
+    info, option = run_options(RunConfig)[name]
+    if option.default_text is None:
+        return option.help
+    return f"{option.help} (default: {default_text(info, option)})"
+
+
+RunsDir = Annotated[Path | None, typer.Option(help=_declared_help("runs_dir"))]
 # Inference engine options (logic in a2rl.inference._registry).
-EngineOpt = Annotated[str, typer.Option(help="Inference engine: auto (vLLM where installed and "
-                                        "working, else transformers), transformers or vllm.")]
-EvalGpusOpt = Annotated[str | None, typer.Option(help="CUDA_VISIBLE_DEVICES of the evaluation "
-                                                 "(e.g. 1, so it never shares the agent's GPU "
-                                                 "0); default: inherited.")]
-VllmMemoryOpt = Annotated[float | None, typer.Option(help="Share of GPU memory (RAM on CPU) vLLM "
-                                                     "reserves, 0-1 (default 0.85 GPU; CPU: 4 GiB).")]
+EngineOpt = Annotated[str, typer.Option(help=_declared_help("engine"))]
+VllmMemoryOpt = Annotated[float | None, typer.Option(help=_declared_help("vllm_memory"))]
 
 
 def _engine_options(engine: str, eval_gpus: str | None,

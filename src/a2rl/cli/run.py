@@ -1,153 +1,204 @@
 """`a2rl run` and `a2rl demo`: one run (the demo: the offline reference run), its options
-checked before anything heavy starts. a2rl.cli registers the commands."""
+checked before anything heavy starts. `a2rl run`'s options are made from the run options
+`RunConfig` declares (`a2rl.records._option`), plus the few in CLI_ONLY. a2rl.cli registers
+the commands."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from a2rl.cli._options import (
-    EngineOpt,
-    EvalGpusOpt,
     LogEntityOpt,
     LogGroupOpt,
     LogNameOpt,
     LogProjectOpt,
     LogTagOpt,
     RunsDir,
-    VllmMemoryOpt,
-    _engine_options,
+    _declared_help,
     _pairs,
     _runs_dir,
     _task_params,
     _tracking,
 )
+from a2rl.records import RunConfig, RunOption, default_text, duration_text, run_options
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+    from pydantic.fields import FieldInfo
+
+    from a2rl._errors import A2RLError
+
+# Options of `a2rl run` that are no run-config field of their own: how another option is read
+# (--no-sandbox, --scaffold-opt, the tracker's labels) or how the command shows the run.
+CLI_ONLY: dict[str, tuple[Any, Any]] = {
+    "no_sandbox": (Annotated[bool, typer.Option("--no-sandbox", help="Same as --sandbox none "
+                                                "(recorded as unsandboxed).")], False),
+    "echo_agent": (Annotated[bool, typer.Option("--echo-agent", help="Print the agent's output "
+                                                "live.")], False),
+    "scaffold_opt": (Annotated[list[str] | None, typer.Option(
+        "--scaffold-opt", help="key=value for the scaffold (llm_base_url, llm_model, "
+        "reviewer=person, revision_every=2, ...; `a2rl schema run` lists them).")], None),
+    "log_project": (LogProjectOpt, None),
+    "log_entity": (LogEntityOpt, None),
+    "log_group": (LogGroupOpt, None),
+    "log_tag": (LogTagOpt, None),
+    "log_name": (LogNameOpt, None),
+}
 
 
-def run(
-    task: Annotated[str, typer.Option(help="Task name (a2rl tasks); several, comma-separated, "
-                                      "with --mode multi.")] = "arith",
-    agent: Annotated[str, typer.Option(help="Agent name, or cmd:'<shell command>'.")] = "reference",
-    model: Annotated[str, typer.Option(help="Embedded alias, local HF folder or hub id.")
-                     ] = "smollm2-135m",
-    mode: Annotated[str, typer.Option(help="free | sft-only | rl-oriented | multi")] = "free",
-    budget: Annotated[str, typer.Option(help="Agent budget: 12h, 30m, 90s or seconds.")] = "12h",
-    agent_opt: Annotated[list[str] | None, typer.Option(help="key=value for the agent.")] = None,
-    task_opt: Annotated[list[str] | None, typer.Option(help="key=value (JSON values) for the "
-                                                       "task.")] = None,
-    no_sandbox: Annotated[bool, typer.Option("--no-sandbox", help="Same as --sandbox none "
-                                             "(recorded as unsandboxed).")] = False,
-    sandbox: Annotated[str, typer.Option(help="Sandbox backend: bwrap, podman, none "
-                                         "(unsandboxed, recorded), or one an installed "
-                                         "plug-in registers.")] = "bwrap",
-    allow_host: Annotated[list[str] | None, typer.Option(
-        help="Network allowlist: also allow this host (host, host:port or *.domain).")] = None,
-    agent_procs: Annotated[int | None, typer.Option(help="Most processes and threads the "
-                                                    "agent may have (default 4096).")] = None,
-    agent_memory: Annotated[str | None, typer.Option(help="The agent's memory limit, e.g. "
-                            "64G (default: twice the physical memory as address space; "
-                            "unlimited address space with GPUs).")] = None,
-    agent_file_size: Annotated[str | None, typer.Option(help="Largest file the agent may "
-                               "write, e.g. 500G (default 256G).")] = None,
-    port: Annotated[int, typer.Option(help="Grader port (0 = pick a free one).")] = 0,
-    eval_timeout: Annotated[str, typer.Option(help="Per-evaluation time limit.")] = "1h",
-    grace: Annotated[float, typer.Option(help="Seconds between SIGTERM and SIGKILL.")] = 30.0,
-    runs_dir: RunsDir = None,
-    echo_agent: Annotated[bool, typer.Option(help="Print the agent's output live.")] = False,
-    driver: Annotated[str | None, typer.Option(help="LLM driving a CLI agent (e.g. "
-                                               "claude-sonnet-4-5, gpt-5-codex).")] = None,
-    driver_base_url: Annotated[str | None, typer.Option(
-        help="Compatible endpoint for the driver instead of the provider's own.")] = None,
-    network: Annotated[str, typer.Option(help="Sandbox network: allowlist (own namespace; "
-                                         "egress only to the agent's API host and "
-                                         "--allow-host, through a recording proxy), none (no "
-                                         "egress), or full (the host's network; flagged).")
-                       ] = "allowlist",
-    final: Annotated[str, typer.Option(help="off: the result is the best submission; hidden: "
-                                       "feedback from a dev split, one final model scored "
-                                       "once on a hidden test split (the headline).")] = "off",
-    test_fraction: Annotated[float, typer.Option(help="With --final hidden: share of the "
-                                                 "held-out items in the test split.")] = 0.5,
-    keep_artifacts: Annotated[str, typer.Option(help="Evaluated snapshots kept on disk: all, "
-                                                "scored, or best.")] = "scored",
-    max_submissions: Annotated[int | None, typer.Option(help="Cap on submissions accepted "
-                                                        "for evaluation.")] = None,
-    min_interval: Annotated[str | None, typer.Option(help="Least time between two accepted "
-                                                     "submissions (90s, 5m, …).")] = None,
-    scaffold: Annotated[str | None, typer.Option(help="Experience-driven scaffold components, "
-                        "comma-separated: journal, skills, evaluator, plan-review, revision (or "
-                        "all). Off by default (the autonomous protocol).")] = None,
-    scaffold_opt: Annotated[list[str] | None, typer.Option(help="key=value for the scaffold "
-                            "(llm_base_url, llm_model, reviewer=person, revision_every=2, ...; "
-                            "`a2rl schema run` lists them).")] = None,
-    extension: Annotated[list[str] | None, typer.Option(
-        help="A run extension an installed plug-in registers, with its options: NAME or "
-             "NAME:key=value,key=value (JSON values); repeatable.")] = None,
-    agent_dir: Annotated[list[Path] | None, typer.Option(
-        help="Host folder the agent needs (its scripts, prompts), mounted read-only in the "
-             "sandbox; repeatable. The folder of a script named in cmd:'…' is mounted "
-             "automatically.")] = None,
-    study: Annotated[str | None, typer.Option(help="Join a study (name under "
-                                              "$A2RL_HOME/studies, or its file): its held-out "
-                                              "seeds and grader key, as on every machine.")
-                     ] = None,
-    log_to: Annotated[str | None, typer.Option(help="Also log the run to wandb or mlflow "
-                                               "(when installed).")] = None,
-    log_project: LogProjectOpt = None,
-    log_entity: LogEntityOpt = None,
-    log_group: LogGroupOpt = None,
-    log_tag: LogTagOpt = None,
-    log_name: LogNameOpt = None,
-    engine: EngineOpt = "auto",
-    eval_gpus: EvalGpusOpt = None,
-    vllm_memory: VllmMemoryOpt = None,
-    cost_limit: Annotated[float | None, typer.Option(
-        help="Stop the agent (exit reason cost_limit) once its recorded LLM spend reaches "
-             "this many US dollars (CLI agents).")] = None,
-) -> None:
+def _cli_type(info: FieldInfo, option: RunOption) -> Any:
+    if option.cli_type is not None:
+        return option.cli_type
+    if option.form == "duration":
+        return str | None if info.default is None else str
+    if option.form in ("pairs", "json-pairs"):
+        return list[str] | None
+    return info.annotation
+
+
+def _cli_default(info: FieldInfo, option: RunOption) -> Any:
+    """The command line's default: the field's, as the user writes it; None where the run
+    config picks the value (or it is a list, gathered from repeated options)."""
+    if option.default_text is not None or info.is_required():
+        return None
+    value = info.get_default(call_default_factory=True)
+    if value is None or isinstance(value, list | dict):
+        return None
+    return duration_text(value) if option.form == "duration" else value
+
+
+def _parameter(name: str, info: FieldInfo, option: RunOption) -> inspect.Parameter:
+    decl = option.flag
+    if info.annotation is bool:
+        decl = f"{option.flag}/--no-{option.flag.removeprefix('--')}"
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                             default=_cli_default(info, option),
+                             annotation=Annotated[_cli_type(info, option),
+                                                  typer.Option(decl, help=_declared_help(name))])
+
+
+def _declared_options(command: Any) -> Any:
+    """`command` with one parameter per declared run option, then the CLI_ONLY ones (Typer
+    reads the parameters from the signature)."""
+    params = [_parameter(name, info, option)
+              for name, (info, option) in run_options(RunConfig).items()]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                 annotation=annotation)
+               for name, (annotation, default) in CLI_ONLY.items()]
+    command.__signature__ = inspect.Signature(params, return_annotation=None)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+def options_table() -> str:
+    """The docs' table of `a2rl run`'s options (docs/getting-started.md holds it verbatim; a
+    test compares): each option with its default and help, as `a2rl run --help` gives them."""
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for info, option in run_options(RunConfig).values():
+        flag = f"`{option.flag}`"
+        if info.annotation is bool:
+            flag += f", `--no-{option.flag.removeprefix('--')}`"
+        rows.append(f"| {flag} | {_cell(default_text(info, option))} | {_cell(option.help)} |")
+    for name, (annotation, default) in CLI_ONLY.items():
+        typer_info = next(m for m in annotation.__metadata__
+                          if isinstance(m, typer.models.OptionInfo))
+        flag = typer_info.default if isinstance(typer_info.default, str) \
+            else "--" + name.replace("_", "-")
+        shown = "off" if default is False else "none" if default is None else str(default)
+        rows.append(f"| `{flag}` | {shown} | {_cell(str(typer_info.help))} |")
+    return "\n".join(rows) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text as a Markdown table cell: no column break, tag or emphasis of its own."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
+
+
+@_declared_options
+def run(**values: Any) -> None:
     """Run one agent on one task with one base model under a budget."""
+    config, study = run_config(values)
+    _execute(config, echo_agent=bool(values["echo_agent"]), study=study)
+
+
+def run_config(values: dict[str, Any]) -> tuple[RunConfig, str | None]:
+    """The run config the command line's values give, and the study to join (its name or
+    file). Each value is checked here, before anything heavy is imported."""
+    fields: dict[str, Any] = {}
+    for name, (_info, option) in run_options(RunConfig).items():
+        value = values.get(name)
+        if option.form == "own" or value is None:
+            continue
+        if option.form == "pairs":
+            value = _pairs(value, option.flag)
+        elif option.form == "json-pairs":
+            value = _task_params(value)
+        elif option.form == "paths":
+            value = [str(Path(d).expanduser().absolute()) for d in value]
+        fields[name] = value
+    task = values.get("task") or str(RunConfig.model_fields["task"].default)
+    fields["task"] = task
+    fields["tasks"] = [t.strip() for t in task.split(",") if t.strip()] if "," in task else []
+    fields["runs_dir"] = str(_runs_dir(values.get("runs_dir")))
+    fields["sandbox"] = _sandbox(str(fields.get("sandbox", "bwrap")),
+                                 bool(values.get("no_sandbox")))
+    fields.update(_scaffold_option(values.get("scaffold"), values.get("scaffold_opt")))
+    fields.update(_extension_option(values.get("extensions")))
+    for host in fields.get("allow_hosts", []):
+        from a2rl.sandbox import AllowEntry
+
+        AllowEntry.parse(host)  # a malformed entry is named before any heavy step
+    log_to = values.get("tracking")
     if log_to not in (None, "wandb", "mlflow"):
         from a2rl._errors import A2RLError
 
         raise A2RLError(f"unknown --log-to {log_to!r}", "use wandb or mlflow")
-    _do_run(task=task, agent=agent, model=model, mode=mode, budget=budget,
-            agent_opt=_pairs(agent_opt, "--agent-opt"), task_opt=_task_params(task_opt),
-            no_sandbox=no_sandbox, port=port, eval_timeout=eval_timeout, grace=grace,
-            runs_dir=runs_dir, echo_agent=echo_agent, driver=driver,
-            driver_base_url=driver_base_url, network=network, sandbox=sandbox,
-            allow_host=allow_host or [],
-            grading={**_grading_options(final, test_fraction, keep_artifacts, max_submissions,
-                                        min_interval),
-                     **_engine_options(engine, eval_gpus, vllm_memory),
-                     **_limit_options(agent_procs, agent_memory, agent_file_size),
-                     **_scaffold_option(scaffold, scaffold_opt),
-                     **_extension_option(extension),
-                     **_cost_limit_option(cost_limit)},
-            agent_dirs=[str(d.expanduser().absolute()) for d in agent_dir or []],
-            study=study, log_to=log_to,
-            log_labels={"project": log_project, "entity": log_entity, "group": log_group,
-                        "tags": log_tag, "name": log_name})
+    fields["tracking"] = _tracking(log_to, project=values.get("log_project"),
+                                   entity=values.get("log_entity"),
+                                   group=values.get("log_group"), tags=values.get("log_tag"),
+                                   name=values.get("log_name"))
+    return _validated(fields), values.get("study")
 
 
-def _cost_limit_option(usd: float | None) -> dict[str, object]:
-    """--cost-limit as `RunConfig.cost_limit_usd` (checked here)."""
-    if usd is not None and not usd > 0:
-        from a2rl._errors import A2RLError
+def _validated(fields: dict[str, Any]) -> RunConfig:
+    from pydantic import ValidationError
 
-        raise A2RLError(f"--cost-limit {usd:g} is not a positive number of US dollars",
-                        "e.g. --cost-limit 25 (or leave it out: no limit)")
-    return {"cost_limit_usd": usd}
+    try:
+        return RunConfig.model_validate(fields)
+    except ValidationError as exc:
+        raise _named(exc) from None
 
 
-def _limit_options(procs: int | None, memory: str | None,
-                   file_size: str | None) -> dict[str, object]:
-    """--agent-procs/--agent-memory/--agent-file-size as RunConfig fields (checked here)."""
-    from a2rl.sandbox import Limits
+def _named(exc: ValidationError) -> A2RLError:
+    """pydantic's refusal of run options, each named by its flag."""
+    from a2rl._errors import A2RLError
 
-    Limits.from_options(procs, memory, file_size)
-    return {"agent_procs": procs, "agent_memory": memory, "agent_file_size": file_size}
+    options = run_options(RunConfig)
+    problems, flags = [], []
+    for err in exc.errors():
+        name = str(err["loc"][0]) if err["loc"] else ""
+        flag = options[name][1].flag if name in options else name
+        problems.append(f"{flag} {err['input']!r}: {err['msg'].removeprefix('Value error, ')}")
+        flags.append(flag)
+    return A2RLError("; ".join(problems),
+                     f"see {', '.join(dict.fromkeys(flags))} in `a2rl run --help`")
+
+
+def _sandbox(sandbox: str, no_sandbox: bool) -> str:
+    """--sandbox with --no-sandbox: the backend, which must be installed here."""
+    from a2rl._errors import A2RLError
+    from a2rl.sandbox import SANDBOX_KINDS
+
+    if no_sandbox and sandbox not in ("bwrap", "none"):
+        raise A2RLError(f"--no-sandbox contradicts --sandbox {sandbox}", "pass only one of them")
+    sandbox = "none" if no_sandbox else sandbox
+    if sandbox not in SANDBOX_KINDS:
+        raise A2RLError(f"unknown --sandbox {sandbox!r}", f"use one of: {', '.join(SANDBOX_KINDS)}")
+    return sandbox
 
 
 def _extension_option(values: list[str] | None) -> dict[str, object]:
@@ -190,80 +241,19 @@ def _scaffold_option(components: str | None, options: list[str] | None) -> dict[
     return {"scaffold": scaffold_config(components, _pairs(options, "--scaffold-opt"))}
 
 
-def _grading_options(final: str, test_fraction: float, keep_artifacts: str,
-                     max_submissions: int | None, min_interval: str | None) -> dict[str, object]:
-    """The grading protocol options of `a2rl run`, checked before anything heavy starts."""
-    from a2rl._errors import A2RLError
-    from a2rl._util import parse_duration
-
-    if final not in ("off", "hidden"):
-        raise A2RLError(f"unknown --final {final!r}", "use --final off (default) or hidden")
-    if not 0.0 < test_fraction < 1.0:
-        raise A2RLError(f"--test-fraction {test_fraction} is not between 0 and 1",
-                        "e.g. --test-fraction 0.5 (half the held-out items are hidden)")
-    if keep_artifacts not in ("all", "scored", "best"):
-        raise A2RLError(f"unknown --keep-artifacts {keep_artifacts!r}", "use all, scored or best")
-    if max_submissions is not None and max_submissions < 1:
-        raise A2RLError(f"--max-submissions {max_submissions} allows nothing",
-                        "give a positive number, or leave it out for no cap")
-    try:
-        interval = None if min_interval is None else parse_duration(min_interval)
-    except ValueError as exc:
-        raise A2RLError(str(exc), "use e.g. --min-interval 5m, 90s or seconds") from exc
-    return {"final": final, "test_fraction": test_fraction, "keep_artifacts": keep_artifacts,
-            "max_submissions": max_submissions, "min_interval_s": interval}
-
-
-def _do_run(*, task: str, agent: str, model: str, mode: str, budget: str,
-            agent_opt: dict[str, str], task_opt: dict[str, object], no_sandbox: bool, port: int,
-            eval_timeout: str, grace: float, runs_dir: Path | None, echo_agent: bool,
-            driver: str | None = None, driver_base_url: str | None = None,
-            network: str = "allowlist", sandbox: str = "bwrap",
-            allow_host: list[str] | None = None,
-            grading: dict[str, object] | None = None,
-            agent_dirs: list[str] | None = None, study: str | None = None,
-            log_to: str | None = None, log_labels: dict[str, Any] | None = None) -> object:
+def _execute(config: RunConfig, *, echo_agent: bool, study: str | None = None) -> object:
+    """Run `config` (with mode multi, every task of it), joining `study` first; show each
+    result."""
     from a2rl._console import make_console
-    from a2rl._errors import A2RLError
-    from a2rl._util import parse_duration
     from a2rl.cli._show import show_run
-    from a2rl.runner import RunConfig
     from a2rl.runner import run as run_fn
 
-    try:
-        budget_s = parse_duration(budget)
-        eval_timeout_s = parse_duration(eval_timeout)
-    except ValueError as exc:
-        raise A2RLError(str(exc), "use e.g. 12h, 30m, 90s or a number of seconds") from exc
-    if network not in ("allowlist", "full", "none"):
-        raise A2RLError(f"unknown --network {network!r}",
-                        "use --network allowlist (default), none or full")
-    from a2rl.sandbox import SANDBOX_KINDS, AllowEntry
-
-    if sandbox not in SANDBOX_KINDS:
-        raise A2RLError(f"unknown --sandbox {sandbox!r}", f"use one of: {', '.join(SANDBOX_KINDS)}")
-    if no_sandbox and sandbox not in ("bwrap", "none"):
-        raise A2RLError(f"--no-sandbox contradicts --sandbox {sandbox}", "pass only one of them")
-    for host in allow_host or []:
-        AllowEntry.parse(host)  # a malformed entry is named before any heavy step
-    tasks = [t.strip() for t in task.split(",") if t.strip()] if "," in task else []
-    unsandboxed = no_sandbox or sandbox == "none"
-    # unsandboxed with the default policy: RunConfig picks `full` (there is no namespace)
-    net = {} if unsandboxed and network == "allowlist" else {"network": network}
-    config = RunConfig(task=task, tasks=tasks, task_params=task_opt, agent=agent, agent_options=agent_opt,
-                       model=model, mode=mode, budget_s=budget_s,
-                       sandbox="none" if no_sandbox else sandbox,  # type: ignore[arg-type]
-                       eval_timeout_s=eval_timeout_s, allow_hosts=list(allow_host or []),
-                       grace_s=grace, port=port, runs_dir=str(_runs_dir(runs_dir)),
-                       driver=driver, driver_base_url=driver_base_url,
-                       agent_dirs=list(agent_dirs or []), tracking=_tracking(log_to, **(log_labels or {})),
-                       **net, **(grading or {}))  # type: ignore[arg-type]
     if study:
         from a2rl.sweep import find_study, join_study
 
         config = join_study(config, find_study(study)[0])
     console = make_console()
-    if tasks:
+    if config.tasks:
         from a2rl.runner import run_multi
 
         records = run_multi(config, console=console, echo_agent=echo_agent)
@@ -291,15 +281,14 @@ def demo(
 
     # The reference agent sizes its work from the grader's clock (no fixed step count), so
     # the demo holds on a slower machine; --steps fixes it for a reproducible comparison.
-    record = _do_run(task="arith", agent="reference", model="smollm2-135m", mode="free",
-                     # One submission by default: in the four measured draws the checkpoint
-                     # best on dev was also best on the held-out set, and scoring a second one
-                     # costs 65-80 s of the ten minutes the demo may take.
-                     budget=budget,
-                     agent_opt={"max_submit": str(submit), **({"steps": str(steps)} if steps else {})},
-                     task_opt={},
-                     no_sandbox=False, port=0, eval_timeout="15m", grace=15.0,
-                     runs_dir=runs_dir, echo_agent=True)
+    record = _execute(_validated({
+        # One submission by default: in the four measured draws the checkpoint best on dev
+        # was also best on the held-out set, and scoring a second one costs 65-80 s of the
+        # ten minutes the demo may take.
+        "budget_s": budget, "agent_options": {"max_submit": str(submit),
+                                              **({"steps": str(steps)} if steps else {})},
+        "eval_timeout_s": 15 * 60.0, "grace_s": 15.0, "runs_dir": str(_runs_dir(runs_dir))}),
+        echo_agent=True)
     assert isinstance(record, RunRecord)
     ok = bool(record.best and record.baseline and record.best.score > record.baseline.score)
     typer.echo(f"demo {'passed' if ok else 'FAILED'}: best "

@@ -37,9 +37,8 @@ from a2rl.records import (
     BestSoFar,
     EvalJob,
     FinalDesignation,
-    FinalMode,
     FinalResult,
-    KeepArtifacts,
+    RunConfig,
     Split,
     StatusResponse,
     SubmissionRecord,
@@ -67,23 +66,12 @@ class GraderEvents(Protocol):
 
 @dataclass
 class GraderConfig:
-    budget_s: float
-    """The agent's budget on the grader's clock (seconds)."""
-    eval_timeout_s: float = 3600.0
-    """An evaluation running longer is killed and the submission marked failed."""
+    run: RunConfig
+    """The run's options the grader applies: the agent's time limit (`agent_time_limit_s`),
+    the evaluation time limit, --final and its test share, the submission cap and interval,
+    and which snapshots stay on disk (--keep-artifacts)."""
     max_artifact_bytes: int | None = None
     """Largest accepted submission; default 4 × the base model's weights + 256 MiB."""
-    final: FinalMode = "off"
-    """hidden: feedback on a dev split; one final model scored once on a hidden test split."""
-    test_fraction: float = 0.5
-    """Share of the held-out items in the hidden test split (final = hidden)."""
-    max_submissions: int | None = None
-    """Cap on submissions accepted for evaluation (refusals and rejections do not count)."""
-    min_interval_s: float | None = None
-    """Least time between two accepted submissions; earlier ones are rejected with the wait."""
-    keep_artifacts: KeepArtifacts = "scored"
-    """Which snapshots stay on disk: all; scored (not baseline copies or failures); best (the
-    best and the designated final only)."""
     disk_reserve_bytes: int = DISK_RESERVE_BYTES
     """Free space a copy must leave on the run's disk."""
 
@@ -116,10 +104,10 @@ class Grader:
         self._evaluator = evaluator
         self.run_dir, self.workspace, self.task, self.base = run_dir, workspace, task, base
         self.baseline, self.config, self.events = baseline, config, events
-        if config.final == "hidden" and baseline.split != "dev":
+        if config.run.final == "hidden" and baseline.split != "dev":
             raise A2RLError("a hidden-final run needs the baseline scored on the dev split",
                             "score it with score_baseline(..., final='hidden')")
-        self.feedback_split: Split = "dev" if config.final == "hidden" else "all"
+        self.feedback_split: Split = "dev" if config.run.final == "hidden" else "all"
         self.fingerprint = public_fingerprint(task)
         self.ledger = Ledger(run_dir / "ledger.jsonl")
         for rec in self.ledger.mark_interrupted():
@@ -154,7 +142,7 @@ class Grader:
         return 0.0 if self._clock_start is None else time.monotonic() - self._clock_start
 
     def remaining(self) -> float:
-        return max(0.0, self.config.budget_s - self.elapsed())
+        return max(0.0, self.config.run.agent_time_limit_s - self.elapsed())
 
     def stop_accepting(self) -> None:
         self._accepting = False
@@ -206,11 +194,11 @@ class Grader:
         """Why a new submission is refused now (budget, cap, rate), or None."""
         if not self.accepting:
             return "the budget is spent; no more submissions are accepted"
-        cap = self.config.max_submissions
+        cap = self.config.run.max_submissions
         if cap is not None and self._counted() >= cap:
             return (f"this run allows {cap} submissions and all are used; "
                     "no more are evaluated")
-        gap = self.config.min_interval_s
+        gap = self.config.run.min_interval_s
         if gap and self._last_accepted is not None:
             wait = gap - (time.monotonic() - self._last_accepted)
             if wait > 0:
@@ -344,7 +332,7 @@ class Grader:
         return EvalJob(task=self.task.spec(), model_dir=str(self.run_dir / artifact_dir),
                        chat_template_from=str(self.base.path),
                        out_dir=str(self.run_dir / "evals" / rec.id), split=split,
-                       test_fraction=self.config.test_fraction,
+                       test_fraction=self.config.run.test_fraction,
                        secret_fields=sorted(secret_fields(self.task.params)), snapshot=True)
 
     def _evaluate(self, rec: SubmissionRecord) -> None:
@@ -365,7 +353,7 @@ class Grader:
             self._emit("eval_progress", rec, done, total)
 
         try:
-            outcome = self._evaluator(job, timeout_s=self.config.eval_timeout_s,
+            outcome = self._evaluator(job, timeout_s=self.config.run.eval_timeout_s,
                                       on_progress=progress)
         except EvalFailed as exc:
             self._finish(rec, status="failed", eval_seconds=round(time.monotonic() - start, 2),
@@ -390,7 +378,7 @@ class Grader:
     def _prune(self) -> None:
         """Apply --keep-artifacts: delete snapshots no kept record needs (never a pending one,
         the best one or the designated final). Failures are logged, never raised."""
-        policy = self.config.keep_artifacts
+        policy = self.config.run.keep_artifacts
         if policy == "all":
             return
         try:
@@ -435,7 +423,7 @@ class Grader:
                         model_path: object = None) -> FinalDesignation:
         """POST /final: choose the model scored on the hidden test split at the end. It must be
         a valid (scored) submission of this run. Raises SubmissionRejected with the reason."""
-        if self.config.final != "hidden":
+        if self.config.run.final != "hidden":
             raise SubmissionRejected("this run has no hidden final evaluation (--final off)",
                                      "every submission's score is final; nothing to designate")
         if not self.accepting:
@@ -463,7 +451,7 @@ class Grader:
         if chosen_rec.status == "scored" and not (
                 chosen_rec.artifact_dir and (self.run_dir / chosen_rec.artifact_dir).is_dir()):
             raise SubmissionRejected(f"{what} was scored but its snapshot is no longer kept "
-                                     f"(--keep-artifacts {self.config.keep_artifacts})",
+                                     f"(--keep-artifacts {self.config.run.keep_artifacts})",
                                      "submit that folder again with \"final\": true")
         return self._designate(chosen_rec)
 
@@ -487,7 +475,7 @@ class Grader:
 
     def _run_final(self) -> FinalResult:
         dev_baseline = self.baseline.score
-        if self.config.final != "hidden":
+        if self.config.run.final != "hidden":
             return FinalResult(mode="off", status="off", submission_id=None, record_id=None,
                                chosen_by="none", model_path=None, dev_score=None,
                                dev_baseline=dev_baseline, score=None, test_baseline=None,
@@ -543,7 +531,7 @@ class Grader:
         job = self._job(rec, cand.artifact_dir, "test")
         start = time.monotonic()
         try:
-            outcome = self._evaluator(job, timeout_s=self.config.eval_timeout_s,
+            outcome = self._evaluator(job, timeout_s=self.config.run.eval_timeout_s,
                                       on_progress=None)
         except EvalFailed as exc:
             return self._finish(rec, status="failed", error=self._public_error(str(exc), rec),
@@ -577,14 +565,14 @@ class Grader:
                               note=rec.note)
 
     def status(self) -> StatusResponse:
-        cap = self.config.max_submissions
+        cap = self.config.run.max_submissions
         return StatusResponse(task=self.task.name, baseline=self.baseline.score,
                               best=self._public_best(),
                               n_submissions=len(self.feedback_records()),
                               remaining_seconds=round(self.remaining(), 1),
-                              budget_seconds=self.config.budget_s,
+                              budget_seconds=self.config.run.agent_time_limit_s,
                               elapsed_seconds=round(self.elapsed(), 1), pending=self._pending,
-                              accepting=self.accepting, final_mode=self.config.final,
+                              accepting=self.accepting, final_mode=self.config.run.final,
                               final_designated=self._designated,
                               submissions_left=None if cap is None
                               else max(0, cap - self._counted()))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from a2rl.records._analysis import Finding
 from a2rl.records._base import Record
 from a2rl.records._engine import EngineInfo, EngineRequest
 from a2rl.records._grader import (
@@ -17,6 +19,7 @@ from a2rl.records._grader import (
     KeepArtifacts,
     SubmissionRecord,
 )
+from a2rl.records._option import Check, Duration, RunOption, option_problem, run_options
 from a2rl.records._scaffold import ScaffoldConfig
 
 RUN_FORMAT = 1
@@ -50,6 +53,9 @@ class ImportInfo(Record):
     harness_notes: dict[str, str] = Field(default_factory=dict)
     """Verdicts the harness itself wrote (e.g. PostTrainBench's contamination and
     disallowed-model judgements), verbatim and truncated; a2rl's own audit runs separately."""
+    verdicts: list[Finding] = Field(default_factory=list)
+    """The harness's own audit verdicts read as findings (basis `posttrainbench`: one per
+    question each of its judges answered, with its justification), shown beside a2rl's."""
 
 
 class StudyRef(Record):
@@ -91,91 +97,175 @@ class TrackingConfig(Record):
 
 
 class RunConfig(Record):
-    """What the user asked for (`a2rl run` options)."""
+    """What the user asked for (`a2rl run` options). Each field with a `RunOption` is a run
+    option: `a2rl run`'s options, the sweep matrix's `run:` keys and the docs' option table are
+    made from these declarations (`a2rl.records._option`)."""
 
     # from_attributes: instances of the owning package's copy of this class
     # (until it imports this one) validate as this class.
     model_config = ConfigDict(from_attributes=True)
 
-    task: str
+    task: Annotated[str, RunOption(
+        "--task", "Task name (a2rl tasks); several, comma-separated, with --mode multi.",
+        form="own", per_cell=True)] = "arith"
     """Registered task name."""
     tasks: list[str] = Field(default_factory=list)
     """Mode `multi` only: every task of the run (this record's `task` is one of them)."""
-    task_params: dict[str, Any] = Field(default_factory=dict)
+    task_params: Annotated[dict[str, Any], RunOption(
+        "--task-opt", "key=value (JSON values) for the task; repeatable.", form="json-pairs",
+        per_cell=True)] = Field(default_factory=dict)
     """Task options given with --task-opt (defaults filled in under `task.params`)."""
-    agent: str
+    agent: Annotated[str, RunOption("--agent", "Agent name, or cmd:'<shell command>'.",
+                                    per_cell=True)] = "reference"
     """Agent name or `cmd:<shell command>`."""
-    agent_options: dict[str, str] = Field(default_factory=dict)
+    agent_options: Annotated[dict[str, str], RunOption(
+        "--agent-opt", "key=value for the agent; repeatable.", form="pairs", per_cell=True)
+    ] = Field(default_factory=dict)
     """--agent-opt key=value pairs."""
-    model: str
+    model: Annotated[str, RunOption("--model", "Embedded alias, local HF folder or hub id.",
+                                    per_cell=True)] = "smollm2-135m"
     """--model as given: embedded alias, local folder or hub id."""
-    mode: str
+    mode: Annotated[str, RunOption("--mode", "free, sft-only, rl-oriented or multi (several "
+                                   "tasks at once).", per_cell=True)] = "free"
     """Operating mode: free, sft-only, rl-oriented or multi."""
-    budget_s: float
-    """The agent's budget in seconds on the grader's clock."""
-    sandbox: str
+    budget_s: Annotated[Duration, RunOption(
+        "--budget", "The agent's time limit on the grader's clock: 12h, 30m, 90s or seconds.",
+        form="duration", per_cell=True,
+        check=Check(lambda v: v > 0, "must be positive (got {value:g} s)",
+                    "pass e.g. --budget 12h, --budget 30m or --budget 900"))] = 12 * 3600.0
+    """The agent's budget in seconds on the grader's clock (its time limit:
+    `agent_time_limit_s`)."""
+    sandbox: Annotated[str, RunOption(
+        "--sandbox", "Sandbox backend: bwrap, podman, none (unsandboxed, recorded), or one an "
+        "installed plug-in registers.")] = "bwrap"
     """The sandbox backend (--sandbox); none = --no-sandbox."""
-    eval_timeout_s: float
+    eval_timeout_s: Annotated[Duration, RunOption(
+        "--eval-timeout", "Per-evaluation time limit.", form="duration",
+        check=Check(lambda v: v > 0, "must be positive (got {value:g} s)",
+                    "e.g. --eval-timeout 1h (the limit of one evaluation)"))] = 3600.0
     """Per-evaluation time limit."""
-    grace_s: float
+    grace_s: Annotated[Duration, RunOption(
+        "--grace", "Time between SIGTERM and SIGKILL when the budget ends.", form="duration",
+        check=Check(lambda v: v >= 0, "must be 0 or more seconds (got {value:g})",
+                    "e.g. --grace 30 (seconds between SIGTERM and SIGKILL)"))] = 30.0
     """Seconds between SIGTERM and SIGKILL when the budget ends."""
-    port: int
+    port: Annotated[int, RunOption(
+        "--port", "Grader port (0 = pick a free one).", per_cell=True,
+        check=Check(lambda v: 0 <= v <= 65535, "{value} is not a TCP port",
+                    "give a port between 1024 and 65535, or leave it out (0 = a free one)"))
+    ] = 0
     """Grader port (0 = a free one)."""
-    runs_dir: str
+    runs_dir: Annotated[str, RunOption(
+        "--runs-dir", "Folder holding runs/<task>/<run_id>.", form="own", cli_type=Path | None,
+        per_cell=True, default_text="./runs or $A2RL_RUNS_DIR")]
     """Parent folder of runs/<task>/<run_id>/."""
-    snapshot_every_s: float = 300.0
+    snapshot_every_s: Annotated[Duration, RunOption(
+        "--snapshot-every", "Time between code snapshots (each submission also takes one).",
+        form="duration", check=Check(lambda v: v > 0, "must be positive (got {value:g} s)",
+                                     "e.g. --snapshot-every 5m"))] = 300.0
     """Period of code snapshots between submissions (each submission also takes one)."""
-    exec_trace: bool = True
+    exec_trace: Annotated[bool, RunOption(
+        "--exec-trace", "Record every program the agent runs (strace; skipped with a note "
+        "when strace is absent).")] = True
     """Record every program the agent runs (strace); skipped with a note when strace is absent."""
-    driver: str | None = None
+    driver: Annotated[str | None, RunOption(
+        "--driver", "LLM driving a CLI agent (e.g. claude-sonnet-4-5, gpt-5-codex).",
+        per_cell=True, default_text="the agent's own")] = None
     """--driver: the LLM driving a CLI agent (None: the launcher's default)."""
-    driver_base_url: str | None = None
+    driver_base_url: Annotated[str | None, RunOption(
+        "--driver-base-url", "Compatible endpoint for the driver instead of the provider's "
+        "own.", per_cell=True)] = None
     """--driver-base-url: a compatible endpoint used instead of the provider's own."""
-    network: Literal["allowlist", "full", "none"] = "allowlist"
+    network: Annotated[Literal["allowlist", "full", "none"], RunOption(
+        "--network", "Sandbox network: allowlist (own namespace; egress only to the agent's "
+        "API host and --allow-host, through a recording proxy), none (no egress), or full "
+        "(the host's network; flagged).", cli_type=str | None,
+        default_text="allowlist (full without a sandbox)")] = "allowlist"
     """Sandbox network: allowlist (own namespace; the grader and a loopback driver relayed in;
     egress only to allowed hosts through a recording proxy), none (no egress at all), or full
     (the host's network, loopback services included: flagged in every report)."""
-    allow_hosts: list[str] = Field(default_factory=list)
+    allow_hosts: Annotated[list[str], RunOption(
+        "--allow-host", "Network allowlist: also allow this host (host, host:port or "
+        "*.domain); repeatable.", cli_type=list[str] | None)] = Field(default_factory=list)
     """--allow-host entries added to the derived allow-list (network allowlist)."""
-    agent_procs: int | None = Field(default=None, ge=16)
+    agent_procs: Annotated[int | None, RunOption(
+        "--agent-procs", "Most processes and threads the agent may have.",
+        default_text="4096")] = Field(default=None, ge=16)
     """--agent-procs: most processes and threads the agent may have (None: 4096)."""
-    agent_memory: str | None = None
+    agent_memory: Annotated[str | None, RunOption(
+        "--agent-memory", "The agent's memory limit, e.g. 64G.",
+        default_text="twice the physical memory as address space; unlimited with GPUs")] = None
     """--agent-memory: the agent's memory limit, e.g. 64G (None: `a2rl.sandbox._limits`'s
     default: twice the physical memory as address space, unlimited with GPUs)."""
-    agent_file_size: str | None = None
+    agent_file_size: Annotated[str | None, RunOption(
+        "--agent-file-size", "Largest file the agent may write, e.g. 500G.",
+        default_text="256G")] = None
     """--agent-file-size: largest file the agent may write, e.g. 500G (None: 256G)."""
-    final: FinalMode = "off"
+    final: Annotated[FinalMode, RunOption(
+        "--final", "off: the result is the best submission; hidden: feedback from a dev "
+        "split, one final model scored once on a hidden test split (the headline).",
+        cli_type=str)] = "off"
     """--final: off (the run's result is its best submission), or hidden (feedback from a dev
     split; one final model scored once on a hidden test split is the headline)."""
-    test_fraction: float = Field(default=0.5, gt=0.0, lt=1.0)
+    test_fraction: Annotated[float, RunOption(
+        "--test-fraction", "With --final hidden: share of the held-out items in the test "
+        "split.")] = Field(default=0.5, gt=0.0, lt=1.0)
     """--test-fraction: share of the held-out items in the hidden test split (final hidden)."""
-    keep_artifacts: KeepArtifacts = "scored"
+    keep_artifacts: Annotated[KeepArtifacts, RunOption(
+        "--keep-artifacts", "Evaluated snapshots kept on disk: all, scored, or best.",
+        cli_type=str)] = "scored"
     """--keep-artifacts: which evaluated snapshots stay on disk (all, scored, best)."""
-    max_submissions: int | None = Field(default=None, ge=1)
+    max_submissions: Annotated[int | None, RunOption(
+        "--max-submissions", "Cap on submissions accepted for evaluation.")
+    ] = Field(default=None, ge=1)
     """--max-submissions: cap on submissions accepted for evaluation (None: no cap)."""
-    min_interval_s: float | None = Field(default=None, ge=0)
+    min_interval_s: Annotated[Duration | None, RunOption(
+        "--min-interval", "Least time between two accepted submissions (90s, 5m, …).",
+        form="duration")] = Field(default=None, ge=0)
     """--min-interval: least seconds between two accepted submissions (None: no limit)."""
-    scaffold: ScaffoldConfig | None = None
+    scaffold: Annotated[ScaffoldConfig | None, RunOption(
+        "--scaffold", "Experience-driven scaffold components, comma-separated: journal, "
+        "skills, evaluator, plan-review, revision (or all). Off by default (the autonomous "
+        "protocol).", form="own", cli_type=str | None, per_cell=True)] = None
     """--scaffold: the experience-driven scaffold's components and options (None: off, the
     autonomous protocol)."""
-    agent_dirs: list[str] = Field(default_factory=list)
+    agent_dirs: Annotated[list[str], RunOption(
+        "--agent-dir", "Host folder the agent needs (its scripts, prompts), mounted read-only "
+        "in the sandbox; repeatable. The folder of a script named in cmd:'…' is mounted "
+        "automatically.", form="paths", cli_type=list[Path] | None)] = Field(default_factory=list)
     """--agent-dir: host folders mounted read-only into the sandbox (absolute paths)."""
-    study: StudyRef | None = None
+    study: Annotated[StudyRef | None, RunOption(
+        "--study", "Join a study (name under $A2RL_HOME/studies, or its file): its held-out "
+        "seeds and grader key, as on every machine.", form="own", cli_type=str | None,
+        per_cell=True)] = None
     """--study / a sweep cell: the study whose held-out seeds and grader key the run used."""
-    engine: EngineRequest = "auto"
+    engine: Annotated[EngineRequest, RunOption(
+        "--engine", "Inference engine: auto (vLLM where installed and working, else "
+        "transformers), transformers or vllm.", cli_type=str)] = "auto"
     """--engine: the inference engine of the evaluations (auto: vLLM where it is installed and
     works, else transformers); the one that ran is `RunRecord.engine`."""
-    eval_gpus: str | None = None
+    eval_gpus: Annotated[str | None, RunOption(
+        "--eval-gpus", "CUDA_VISIBLE_DEVICES of the evaluation (e.g. 1, so it never shares "
+        "the agent's GPU 0).", default_text="inherited")] = None
     """--eval-gpus: CUDA_VISIBLE_DEVICES of the evaluation child (None: inherited)."""
-    vllm_memory: float | None = Field(default=None, gt=0.0, le=1.0)
+    vllm_memory: Annotated[float | None, RunOption(
+        "--vllm-memory", "Share of GPU memory (RAM on CPU) vLLM reserves, 0-1.",
+        default_text="0.85 on a GPU; 4 GiB on the CPU")] = Field(default=None, gt=0.0, le=1.0)
     """--vllm-memory: share of GPU memory (of RAM on CPU) vLLM reserves (None: its default)."""
-    cost_limit_usd: float | None = Field(default=None, gt=0)
+    cost_limit_usd: Annotated[float | None, RunOption(
+        "--cost-limit", "Stop the agent (exit reason cost_limit) once its recorded LLM spend "
+        "reaches this many US dollars (CLI agents).")] = Field(default=None, gt=0)
     """--cost-limit: the agent is stopped (exit reason `cost_limit`) once its recorded LLM spend
     reaches this many US dollars (None: no limit)."""
-    tracking: TrackingConfig | None = None
+    tracking: Annotated[TrackingConfig | None, RunOption(
+        "--log-to", "Also log the run to wandb or mlflow (when installed).", form="own",
+        cli_type=str | None)] = None
     """--log-to: the experiment tracker that receives the baseline, each scored submission and
     the result while the run goes (None: none)."""
-    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    extensions: Annotated[dict[str, dict[str, Any]], RunOption(
+        "--extension", "A run extension an installed plug-in registers, with its options: NAME "
+        "or NAME:key=value,key=value (JSON values); repeatable.", form="own",
+        cli_type=list[str] | None)] = Field(default_factory=dict)
     """Third-party run extensions (entry points of the `a2rl.extensions` group) this run uses,
     each name with its options (empty: only the built-in ones, which their own fields enable)."""
 
@@ -186,6 +276,20 @@ class RunConfig(Record):
         if self.sandbox == "none" and "network" not in self.model_fields_set:
             self.network = "full"
         return self
+
+    @property
+    def agent_time_limit_s(self) -> float:
+        """The agent's time limit on the grader's clock, in seconds: its budget. When it ends
+        the agent gets SIGTERM, and SIGKILL `grace_s` later."""
+        return self.budget_s
+
+    def check_new_run(self) -> None:
+        """Raise the first option a new run cannot start with (each option's `Check`), named
+        with its fix; an imported run's record need not pass."""
+        for name, (_info, option) in run_options(RunConfig).items():
+            problem = option_problem(getattr(self, name), option)
+            if problem is not None:
+                raise problem
 
 
 class TaskInfo(Record):

@@ -48,10 +48,8 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
     config, agent, sandbox, parts = launch.config, launch.agent, launch.sandbox, launch.parts
     servers = [part.server for part in parts if part.server is not None]
     ctx = AgentContext(workspace=ws, grader_url=servers[0].url, token=servers[0].token,
-                       budget_s=config.budget_s, task=",".join(p.task.name for p in parts),
-                       mode=config.mode, python=sys.executable,
-                       options=config.agent_options, driver=config.driver,
-                       driver_base_url=config.driver_base_url, network=config.network,
+                       config=config, task=",".join(p.task.name for p in parts),
+                       python=sys.executable,
                        graders={p.task.name: (s.url, s.token)
                                 for p, s in zip(parts, servers, strict=True)}
                        if len(parts) > 1 else {})
@@ -74,11 +72,6 @@ def prepare_launch(launch: AgentLaunch, ws: Workspace) -> AgentContext:
     for ext in launch.extensions:
         ext.agent_environment(launch)
     masked, visible = task_mask_hooks(list_tasks())
-    if hasattr(sandbox, "limits"):
-        from a2rl.sandbox import Limits
-
-        sandbox.limits = Limits.from_options(  # type: ignore[union-attr]
-            config.agent_procs, config.agent_memory, config.agent_file_size)
     launch.argv = sandbox.wrap(launch.argv, workspace=ws.root, read_only=launch.read_only,
                                bridge=launch.bridge,
                                masks=sandbox_masks(masked, visible, mounted=own),
@@ -101,7 +94,8 @@ def start_agent(launch: AgentLaunch, ctx: AgentContext, progress: Progress,
         for ext in launch.extensions:
             ext.agent_starting(part, launch)
         part.save()
-    agent_bar = progress.add_task("agent working (budget)", total=launch.config.budget_s)
+    agent_bar = progress.add_task("agent working (budget)",
+                                  total=launch.config.agent_time_limit_s)
     for grader in _graders(launch):
         grader.start_clock()
     t1, launch.started_epoch = time.monotonic(), time.time()

@@ -223,7 +223,7 @@ class TaskRun:
                                    min_interval_s=config.min_interval_s,
                                    evaluation=instructions_line(record.engine))
         self.ws = build_workspace(self.ws_root, task=task, base=base, mode=config.mode,
-                                  budget_s=config.budget_s, description=description,
+                                  budget_s=config.agent_time_limit_s, description=description,
                                   protocol=protocol, network=NetworkFacts(
                                       config.network, sandboxed=record.sandboxed,
                                       package_index=bool(getattr(task, "allow_package_index",
@@ -269,13 +269,7 @@ class TaskRun:
         """The grader and its server, with the routes the extensions contribute."""
         config = self.config
         self.grader = Grader(self.run_dir, self.ws.root, self.task, self.base, self.baseline,
-                             GraderConfig(budget_s=config.budget_s,
-                                          eval_timeout_s=config.eval_timeout_s,
-                                          final=config.final,
-                                          test_fraction=config.test_fraction,
-                                          keep_artifacts=config.keep_artifacts,
-                                          max_submissions=config.max_submissions,
-                                          min_interval_s=config.min_interval_s),
+                             GraderConfig(config),
                              events=_RunEvents(self, progress))
         for ext in self.extensions:
             ext.grader_created(self, self.grader)

@@ -1,7 +1,8 @@
 """Checks a run makes before anything heavy (before the run folder, the model copy and the
 baseline), so a user's mistake costs seconds and leaves no `failed` run behind:
 
-- the numeric limits (`--port`, `--eval-timeout`, `--grace`) and a writable `--runs-dir`;
+- a free `--port` and a writable `--runs-dir` (each option's own range is its declared check,
+  `RunConfig.check_new_run`);
 - for `--agent cmd:'…'`: the folder of a script path named in the command and every
   `--agent-dir` are mounted read-only (never a folder that would expose the runs, a2rl's home
   or the user's home), a relative script path is made absolute (the agent starts in its
@@ -39,11 +40,8 @@ NOT_RUNNABLE = (126, 127)
 """Shell exit codes: 126 found but not executable, 127 not found."""
 
 
-def check_limits(*, port: int, eval_timeout_s: float, grace_s: float, runs_dir: Path) -> None:
-    """The numeric options and the runs folder, named with their fix."""
-    if not 0 <= port <= 65535:
-        raise A2RLError(f"--port {port} is not a TCP port",
-                        "give a port between 1024 and 65535, or leave it out (0 = a free one)")
+def check_port(port: int) -> None:
+    """A fixed grader port (the option's range is its declared check) is free here."""
     if port:
         with socket.socket() as sock:
             try:
@@ -54,13 +52,6 @@ def check_limits(*, port: int, eval_timeout_s: float, grace_s: float, runs_dir: 
                 raise A2RLError(f"port {port} on 127.0.0.1 is {what}",
                                 "choose another --port, or leave it out to pick a free port"
                                 ) from None
-    if not eval_timeout_s > 0:
-        raise A2RLError(f"--eval-timeout must be positive (got {eval_timeout_s:g} s)",
-                        "e.g. --eval-timeout 1h (the limit of one evaluation)")
-    if not grace_s >= 0:
-        raise A2RLError(f"--grace must be 0 or more seconds (got {grace_s:g})",
-                        "e.g. --grace 30 (seconds between SIGTERM and SIGKILL)")
-    check_writable_dir(runs_dir, "--runs-dir")
 
 
 def check_writable_dir(path: Path, flag: str) -> None:
@@ -132,9 +123,9 @@ def check_mountable(folder: Path, runs_dir: Path, what: str) -> Path:
 
 def _visible_already(folder: Path) -> bool:
     """Inside what every sandbox shows read-only anyway (system folders, a2rl's Python)."""
-    from a2rl.sandbox import SYSTEM_DIRS, python_roots
+    from a2rl.sandbox import mounted_roots
 
-    roots = [Path(d) for d in SYSTEM_DIRS] + python_roots()
+    roots = mounted_roots()
     return any(folder.is_relative_to(r) or folder.resolve().is_relative_to(r) for r in roots)
 
 

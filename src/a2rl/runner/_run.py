@@ -8,7 +8,7 @@ import os
 import secrets
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from rich.console import Console
 
@@ -30,13 +30,19 @@ from a2rl.runner._launch import (
 )
 from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
 from a2rl.runner._part import TaskRun, live_progress, package_versions, run_flags
-from a2rl.runner._precheck import check_in_sandbox, check_limits, check_mountable, plan_command
+from a2rl.runner._precheck import (
+    check_in_sandbox,
+    check_mountable,
+    check_port,
+    check_writable_dir,
+    plan_command,
+)
 from a2rl.runner._spend import check_cost_limit
-from a2rl.sandbox import Sandbox, start_sandbox
+from a2rl.sandbox import Limits, Sandbox, start_sandbox
 from a2rl.tasks import get_task
 from a2rl.workspace import Workspace, build_multi_root, check_mode
 
-__all__ = ["close_parts", "load_run", "new_run_id", "package_versions", "run", "run_flags",
+__all__ = ["close_parts", "new_run_id", "package_versions", "run", "run_flags",
            "run_multi", "task_params_for"]
 
 
@@ -127,13 +133,18 @@ def _close_extensions(exts: list[RunExtension], console: Console) -> None:
                           f"({type(exc).__name__}: {safe(exc)})[/]")
 
 
+@runtime_checkable
+class _LimitedSandbox(Protocol):
+    """A backend that applies the agent's resource limits (`--agent-procs`, …)."""
+
+    limits: Limits
+
+
 def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, list[RunExtension]]:
     """Everything cheap validated before any heavy step (the run folder, the model, the
     baseline): the options, the agent's setup (`Agent.check`), the sandbox and the task; the
     run's extensions."""
-    if config.budget_s <= 0:
-        raise A2RLError(f"the budget must be positive (got {config.budget_s} s)",
-                        "pass e.g. --budget 12h, --budget 30m or --budget 900")
+    config.check_new_run()
     check_mode(config.mode)
     active = select(config)
     for cls in active:
@@ -144,8 +155,8 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, list[RunExtension]
     if config.mode != "multi" and config.tasks:
         raise A2RLError(f"several tasks ({', '.join(config.tasks)}) need --mode multi",
                         "add --mode multi, or run one task at a time")
-    check_limits(port=config.port, eval_timeout_s=config.eval_timeout_s,
-                 grace_s=config.grace_s, runs_dir=Path(config.runs_dir))
+    check_port(config.port)
+    check_writable_dir(Path(config.runs_dir), "--runs-dir")
     agent = get_agent(config.agent)
     agent.check(config)  # its options, driver, CLI and credentials
     check_cost_limit(config, agent)
@@ -157,7 +168,10 @@ def _check_config(config: RunConfig) -> tuple[Agent, Sandbox, list[RunExtension]
     else:
         for d in config.agent_dirs:
             check_mountable(Path(d), Path(config.runs_dir), "--agent-dir")
+    limits = Limits.from_options(config.agent_procs, config.agent_memory, config.agent_file_size)
     sandbox = start_sandbox(config.sandbox)  # fails here, before the baseline, if it cannot run
+    if isinstance(sandbox, _LimitedSandbox):  # the backends that apply resource limits
+        sandbox.limits = limits
     if plan is not None:  # the command as the agent's sandbox sees it, before the baseline
         check_in_sandbox(plan, sandbox)
     for name in config.tasks or [config.task]:
@@ -208,7 +222,7 @@ class _Layout:
         if self.root is None:
             return parts[0].ws
         return build_multi_root(self.root / "workspace", self.config.tasks,
-                                budget_s=self.config.budget_s)
+                                budget_s=self.config.agent_time_limit_s)
 
     def write_index(self, parts: list[TaskRun]) -> None:
         """Mode multi: multi.json, the run's tasks and their results."""
@@ -227,7 +241,7 @@ def _headline(config: RunConfig, layout: _Layout, sandbox: Sandbox, console: Con
     what = f"tasks={','.join(config.tasks)}" if config.tasks else f"task={config.task}"
     console.print(f"[bold]a2rl run[/] {safe(layout.run_id)}  " + safe(
                   f"{what} agent={config.agent} model={config.model} "
-                  f"mode={config.mode} budget={config.budget_s:.0f}s sandbox={sandbox.kind} "
+                  f"mode={config.mode} budget={config.agent_time_limit_s:.0f}s sandbox={sandbox.kind} "
                   f"network={config.network}")
                   + ("" if sandbox.sandboxed else "  [bold red]UNSANDBOXED[/]")
                   + ("  [bold red]HOST NETWORK[/]" if config.network == "full" else ""))
@@ -270,6 +284,3 @@ _CLOSE_GRACE_S = 10.0
 """After a SIGTERM during the close: the evaluation children are killed at once, and the close
 gets this long to finish before run.json is closed as it stands."""
 
-
-def load_run(path: Path) -> RunRecord:
-    return RunRecord.model_validate_json((path / "run.json").read_text())

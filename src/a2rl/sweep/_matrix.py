@@ -8,41 +8,34 @@ so editing resources or the backend keeps the finished cells, and adding repeats
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from a2rl._errors import A2RLError
-from a2rl._util import parse_duration, stable_hash
-from a2rl.records import TrackingConfig
+from a2rl._util import stable_hash
+from a2rl.records import (
+    Duration,
+    RunConfig,
+    TrackingConfig,
+    matrix_key,
+    option_problem,
+    run_options,
+)
 
 Backend = Literal["local", "ray", "slurm"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _duration(value: Any) -> float:
-    if isinstance(value, int | float):
-        return float(value)
-    try:
-        return parse_duration(str(value))
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not a duration (use e.g. 12h, 30m, 90s or seconds)"
-                         ) from exc
-
-
-Duration = Annotated[float, BeforeValidator(_duration)]
-"""Seconds, written as 12h, 30m, 90s or a number."""
 
 
 class Resources(_Strict):
@@ -171,28 +164,12 @@ class ModelEntry(_Strict):
 
 
 class _RunOptionsBase(_Strict):
-    """`a2rl run` options shared by every cell: every field of the run config that is not a
-    cell's own (task, agent, model, mode, budget, driver), from that one definition, so a new
-    run option is a sweep option. Durations are written as 12h, 30m, 90s or seconds."""
+    """`a2rl run` options shared by every cell: every run option of the run config that is not
+    a cell's own (task, agent, model, mode, budget, driver, …), made from its declaration, so a
+    new run option is a sweep option. Durations are written as 12h, 30m, 90s or seconds and
+    keyed without `_s` (`eval_timeout`)."""
 
-    sandbox: str = "bwrap"
-    """Sandbox backend: bwrap, podman, none (unsandboxed, flagged), or an installed plug-in's."""
-    network: Literal["allowlist", "full", "none"] | None = None
-    """Sandbox network (None: allowlist, or full without a sandbox)."""
-    eval_timeout: Duration = 3600.0
-    """Per-evaluation time limit (the run config's eval_timeout_s)."""
-    grace: Duration = Field(default=30.0, ge=0)
-    """Seconds between SIGTERM and SIGKILL at the budget's end (grace_s)."""
-    min_interval: Duration | None = None
-    """--min-interval (min_interval_s)."""
-    snapshot_every: Duration = 300.0
-    """Seconds between code snapshots (snapshot_every_s)."""
-    final: Literal["off", "hidden"] = "off"
-    """--final."""
-    test_fraction: float = Field(default=0.5, gt=0, lt=1)
-    """--test-fraction (final hidden)."""
-
-    @field_validator("sandbox")
+    @field_validator("sandbox", check_fields=False)
     @classmethod
     def _registered_sandbox(cls, v: str) -> str:
         from a2rl.sandbox import sandboxes
@@ -202,14 +179,22 @@ class _RunOptionsBase(_Strict):
                              f"{', '.join(sandboxes.names())}")
         return v
 
+    @field_validator("*")
+    @classmethod
+    def _new_run(cls, value: Any, info: ValidationInfo) -> Any:
+        """The option's declared check (what a new run requires of it)."""
+        name = _NAMES[str(info.field_name)]
+        problem = option_problem(value, RUN_OPTIONS[name][1], label=_KEYS[name])
+        if problem is not None:
+            raise ValueError(f"{problem.message} ({problem.fix})")
+        return value
 
-# The run config's fields that each cell sets itself, or that the sweep sets for it.
-_PER_CELL = frozenset({"task", "tasks", "task_params", "agent", "agent_options", "model", "mode",
-                       "budget_s", "port", "runs_dir", "driver", "driver_base_url", "study",
-                       "scaffold"})
-# Run-config fields written in the matrix under a duration name (the sweep's spelling).
-_DURATION_NAMES = {"eval_timeout_s": "eval_timeout", "grace_s": "grace",
-                   "min_interval_s": "min_interval", "snapshot_every_s": "snapshot_every"}
+
+RUN_OPTIONS = {name: declared for name, declared in run_options(RunConfig).items()
+               if not declared[1].per_cell}
+"""The run config's options a matrix's `run:` section sets, by field name."""
+_KEYS = {name: matrix_key(name, option) for name, (_info, option) in RUN_OPTIONS.items()}
+_NAMES = {key: name for name, key in _KEYS.items()}
 # Fields every cell id has always covered; the others join a cell's id only when set.
 _ID_RUN_FIELDS = frozenset({"sandbox", "network", "allow_hosts", "final", "test_fraction",
                             "eval_timeout", "grace", "max_submissions", "min_interval",
@@ -217,32 +202,37 @@ _ID_RUN_FIELDS = frozenset({"sandbox", "network", "allow_hosts", "final", "test_
 
 
 def _run_options_model() -> type[_RunOptionsBase]:
+    """One field per run option: the run config's type and constraints; an option whose
+    default the run config picks from the others (network) is None until set."""
     from pydantic import create_model
 
-    from a2rl.records import RunConfig
-
     fields: dict[str, Any] = {}
-    for name, info in RunConfig.model_fields.items():
-        if name in _PER_CELL or name in _DURATION_NAMES or name in _RunOptionsBase.model_fields:
-            continue
+    for name, (info, option) in RUN_OPTIONS.items():
         if info.is_required():
             raise TypeError(f"RunConfig.{name} needs a default to be a sweep option")
-        fields[name] = (info.annotation, info)
+        if option.default_text is not None and info.default is not None:
+            fields[_KEYS[name]] = (info.annotation | None, None)  # type: ignore[operator]
+        else:
+            fields[_KEYS[name]] = (info.annotation, info)
     return create_model("RunOptions", __base__=_RunOptionsBase, __module__=__name__,
                         **fields)  # type: ignore[call-overload,no-any-return]
 
 
-if TYPE_CHECKING:  # the checker sees the fixed fields; the dynamic ones are read generically
-    RunOptions = _RunOptionsBase
+if TYPE_CHECKING:  # the fields are made at import: the checker reads each as the run config's
+    class RunOptions(_RunOptionsBase):
+        def __getattr__(self, name: str) -> Any: ...
 else:
     RunOptions = _run_options_model()
 
 
 def run_config_fields(options: _RunOptionsBase) -> dict[str, Any]:
-    """The run-config fields a cell's `run:` options set (names as RunConfig spells them)."""
-    back = {v: k for k, v in _DURATION_NAMES.items()}
-    out = {back.get(k, k): v for k, v in options if not (k == "network" and v is None)}
-    return out
+    """The run-config fields a cell's `run:` options set (names as RunConfig spells them);
+    an option left unset for the run config to pick is left out."""
+    values = dict(options)
+    return {name: values[key] for name, key in _KEYS.items()
+            if key in values and not (values[key] is None
+                                      and RUN_OPTIONS[name][1].default_text is not None
+                                      and RUN_OPTIONS[name][0].default is not None)}
 
 
 class RayOptions(_Strict):
@@ -323,8 +313,8 @@ class Matrix(_Strict):
     """`--scaffold-opt` pairs for every arm with a scaffold (llm_base_url, llm_model, ...)."""
     models: list[ModelEntry] = Field(default_factory=lambda: [ModelEntry(name="smollm2-135m")])
     """Base models."""
-    budget: Duration = 12 * 3600.0
-    """Agent budget per cell (12h, 30m, …)."""
+    budget: Duration = RunConfig.model_fields["budget_s"].default
+    """Agent budget per cell (12h, 30m, …; default: `a2rl run`'s)."""
     resources: Resources = Field(default_factory=lambda: Resources())
     """What each cell needs (tasks, models, agents may override)."""
     run: RunOptions = Field(default_factory=lambda: RunOptions())
@@ -491,7 +481,7 @@ def expand(matrix: Matrix, study: str) -> list[CellSpec]:
                             run=matrix.run, study=study, repeat=repeat,
                             resources=_patch(matrix.resources, task.resources,
                                              model.resources, agent.resources)))
-    if getattr(matrix.run, "eval_gpus", None) is not None \
+    if matrix.run.eval_gpus is not None \
             and any(c.resources.eval_gpus for c in cells):
         raise A2RLError("the matrix gives evaluation GPUs twice: run.eval_gpus (device ids) "
                         "and resources.eval_gpus (a count)",
@@ -579,7 +569,7 @@ def parse_matrix(data: Any, source: str = "the matrix") -> Matrix:
                 problems.append(f"missing key {key}")
                 fixes.append(f"add {key.rsplit('.', 1)[-1]}:")
             else:
-                problems.append(f"{key}: {err['msg']}")
+                problems.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
         raise A2RLError(f"{source} is invalid: " + "; ".join(problems),
                         "; ".join(dict.fromkeys(fixes)) or "see examples/sweeps/ and "
                         "docs/cluster.md") from None

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from a2rl._console import safe
 from a2rl._errors import A2RLError
-from a2rl.sweep._matrix import CellSpec, Matrix, expand, run_config_fields
+from a2rl.sweep._matrix import RUN_OPTIONS, CellSpec, Matrix, expand, run_config_fields
 from a2rl.sweep._state import load_cells
 from a2rl.sweep._totals import Totals
 
@@ -49,9 +49,9 @@ def _command(spec: CellSpec) -> str:
         argv += ["--scaffold", spec.scaffold]
     defaults = run_config_fields(type(spec.run)())
     for name, value in run_config_fields(spec.run).items():
-        if value == defaults.get(name) or name in _NO_FLAG:
-            continue  # the cell's run config carries it; `a2rl run` has no option for it
-        flag = "--" + _FLAGS.get(name, name).replace("_", "-")
+        if value == defaults.get(name):
+            continue
+        flag = RUN_OPTIONS[name][1].flag
         if name == "extensions":
             for ext, options in sorted(value.items()):
                 pairs = ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}"
@@ -65,14 +65,6 @@ def _command(spec: CellSpec) -> str:
         else:
             argv.append(f"{flag}={value}")
     return shlex.join(argv)
-
-
-# Run-config fields a matrix may set that `a2rl run` takes no option for.
-_NO_FLAG = frozenset({"exec_trace", "snapshot_every_s"})
-# Run-config fields whose `a2rl run` option has another name.
-_FLAGS = {"eval_timeout_s": "eval_timeout", "grace_s": "grace", "min_interval_s": "min_interval",
-          "snapshot_every_s": "snapshot_every", "allow_hosts": "allow_host",
-          "agent_dirs": "agent_dir"}
 
 
 def cell_problems(spec: CellSpec) -> list[A2RLError]:

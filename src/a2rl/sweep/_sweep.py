@@ -204,7 +204,7 @@ class _Work:
 
 
 def _finish_cell(sweep_dir: Path, state: CellState, job: Job) -> None:
-    from a2rl.runner import load_run
+    from a2rl.records import load_run
 
     path = run_dir_of(job)
     record = load_run(path)
@@ -330,7 +330,7 @@ def _ended(work: _Work, job: Job, result: JobResult, sweep_dir: Path, console: C
         if state is not None:
             try:
                 _finish_cell(sweep_dir, state, job)
-            except (OSError, ValueError) as exc:
+            except (A2RLError, OSError, ValueError) as exc:
                 result = JobResult(outcome="harness_failed", host=result.host,
                                    reason=f"the finished run's record is unreadable ({exc})")
                 _close_attempt(state, job, result)
