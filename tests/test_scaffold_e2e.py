@@ -135,7 +135,7 @@ def test_every_component_end_to_end(cli: CLI, tiny_model: Path, monkeypatch: pyt
                                     installed_cli) -> None:  # type: ignore[no-untyped-def]
     installed_cli(cli.agent)
     monkeypatch.delenv("CODEX_API_KEY", raising=False)  # codex would prefer it to the driver's
-    skills = importlib.util.find_spec("a2rl.extensions.scaffold._skills") is not None
+    skills = importlib.util.find_spec("a2rl.extensions.scaffold._mount") is not None
     components = [c for c in COMPONENTS if c != "skills" or skills]
     monkeypatch.setenv("A2RL_SCAFFOLD_API_KEY", SCAFFOLD_KEY)
     judge, script = Judge(), Script(plan=PLAN)

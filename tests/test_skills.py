@@ -13,22 +13,21 @@ from pathlib import Path
 import pytest
 
 from a2rl._errors import A2RLError
+from a2rl.agents import get_agent
 from a2rl.extensions.exec_trace import strace_available, traced_command
-from a2rl.extensions.scaffold._skills import (
+from a2rl.extensions.scaffold._library import (
     CREATED_DIR,
     LIBRARY_DIR,
     RECORD_DIR,
     check_skill,
-    count_skill_reads,
     library_source,
-    load_skill_usage,
-    mount_skills,
     parse_front_matter,
-    prepare_skills,
     read_library,
-    skill_consults,
 )
+from a2rl.extensions.scaffold._mount import mount_skills, prepare_skills
+from a2rl.extensions.scaffold._usage import count_skill_reads, load_skill_usage, skill_consults
 from a2rl.recording import parse_exec_log
+from a2rl.records import AgentEvent
 
 REQUIRED = {"post-training-pitfalls", "diagnose-silent-rl-failures", "trainer-data-formats",
             "monitor-training-run", "chat-template-alignment", "create-skill"}
@@ -164,33 +163,82 @@ def _exec_log(ws: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _transcript(ws: Path) -> list[dict]:
+def _claude(obj_type: str, content: list[dict], msg_id: str = "") -> dict:
+    if obj_type == "assistant":
+        return {"type": "assistant", "message": {
+            "model": "claude-sonnet-4-5", "id": msg_id, "type": "message", "role": "assistant",
+            "content": content, "usage": {"input_tokens": 3, "output_tokens": 20}},
+            "parent_tool_use_id": None, "session_id": "s1"}
+    return {"type": "user", "message": {"role": "user", "content": content},
+            "parent_tool_use_id": None, "session_id": "s1"}
+
+
+def _tool_result(call_id: str, text: str) -> dict:
+    return {"tool_use_id": call_id, "type": "tool_result", "content": text}
+
+
+def _transcripts(ws: Path) -> dict[str, list[tuple[float, dict]]]:
+    """What four CLIs wrote (stream shapes of tests/fixtures/streams), by agent, with the time
+    of each line: reads by file tools and by a shell, writes of the agent's own skill, and
+    skill paths only in the model's text or a tool's output."""
     read = {"type": "tool_use", "id": "toolu_1", "name": "Read",
             "input": {"file_path": f"{ws}/skills/diagnose-silent-rl-failures/SKILL.md"}}
-    return [
-        {"type": "stream_event", "event": {"type": "content_block_start", "content_block":
-                                           {**read, "input": {}}}},
-        {"type": "assistant", "message": {"id": "m1", "content": [read]}},
-        {"type": "assistant", "message": {"id": "m1", "content": [read]}},  # re-emitted
-        {"type": "assistant", "message": {"id": "m2", "content": [
-            {"type": "tool_use", "id": "toolu_2", "name": "Bash",
-             "input": {"command": "cat skills/post-training-pitfalls/SKILL.md | head"}},
-            {"type": "tool_use", "id": "toolu_3", "name": "Write",
-             "input": {"file_path": f"{ws}/new-skills/my-lesson/SKILL.md", "content": MY_SKILL}},
-            {"type": "text", "text": "see skills/lora-and-checkpoints/SKILL.md later"}]}},
-        {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1",
-             "content": "mentions skills/fast-generation-vllm/SKILL.md"}]}},
-        {"type": "tool_use", "tool_name": "read_file", "tool_id": "g1",  # Gemini CLI
-         "parameters": {"file_path": "skills/fast-generation-vllm/SKILL.md"}},
-        {"kind": "ActionEvent", "tool_name": "file_editor", "tool_call_id": "oh1",  # OpenHands
-         "action": {"command": "view", "path": f"{ws}/skills/trainer-data-formats/SKILL.md"}},
-        {"type": "tool_use", "part": {"tool": "read", "callID": "oc1",  # OpenCode
-                                      "state": {"input": {"filePath": "skills/create-skill/x.md"}}}},
-        {"type": "response_item", "payload": {"type": "function_call", "name": "shell",  # Codex
-                                              "call_id": "c1", "arguments": json.dumps(
-            {"command": ["bash", "-lc", "cat skills/monitor-training-run/SKILL.md"]})}},
-    ]
+    return {
+        "claude-code": [
+            (0.5, {"type": "system", "subtype": "init", "cwd": str(ws), "session_id": "s1",
+                   "model": "claude-sonnet-4-5"}),
+            (1.5, {"type": "stream_event", "event": {"type": "content_block_start",
+                                                     "content_block": {**read, "input": {}}}}),
+            (2.5, _claude("assistant", [read], "m1")),
+            (3.5, _claude("assistant", [read], "m1")),  # re-emitted
+            (3.6, _claude("user", [_tool_result(
+                "toolu_1", "mentions skills/fast-generation-vllm/SKILL.md")])),
+            (4.0, _claude("assistant", [
+                {"type": "tool_use", "id": "toolu_2", "name": "Bash",
+                 "input": {"command": "cat skills/post-training-pitfalls/SKILL.md | head"}},
+                {"type": "tool_use", "id": "toolu_3", "name": "Bash",
+                 "input": {"command": "cat > new-skills/my-lesson/SKILL.md <<'EOF'\n...\nEOF"}},
+            ], "m2")),
+            (4.5, _claude("user", [_tool_result("toolu_2", "# Post-training pitfalls"),
+                                   _tool_result("toolu_3", "")])),
+            (5.0, _claude("assistant", [
+                {"type": "tool_use", "id": "toolu_4", "name": "Write",
+                 "input": {"file_path": f"{ws}/new-skills/my-lesson/SKILL.md",
+                           "content": MY_SKILL}},
+                {"type": "text", "text": "see skills/lora-and-checkpoints/SKILL.md later"}],
+                "m3")),
+            (5.5, _claude("user", [_tool_result("toolu_4", "File created successfully")])),
+        ],
+        "gemini": [
+            (6.0, {"type": "tool_use", "tool_name": "read_file", "tool_id": "g1",
+                   "parameters": {"file_path": "skills/fast-generation-vllm/SKILL.md"}}),
+            (6.5, {"type": "tool_result", "tool_id": "g1", "status": "success",
+                   "output": "# Fast generation"}),
+        ],
+        "openhands": [
+            (7.0, {"id": "e1", "kind": "ActionEvent", "source": "agent",
+                   "tool_name": "file_editor", "tool_call_id": "oh1", "llm_response_id": "r1",
+                   "action": {"command": "view", "kind": "FileEditorAction",
+                              "path": f"{ws}/skills/trainer-data-formats/SKILL.md"},
+                   "thought": []}),
+        ],
+        "opencode": [
+            (8.0, {"type": "tool_use", "sessionID": "ses_1", "part": {
+                "id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+                "callID": "oc1", "tool": "read", "state": {
+                    "status": "completed", "input": {"filePath": "skills/create-skill/x.md"},
+                    "output": "", "title": "read", "metadata": {}}}}),
+        ],
+    }
+
+
+def _agent_events(ws: Path) -> list[AgentEvent]:
+    """The launchers' own parsers' reading of `_transcripts` (agent/events.jsonl)."""
+    events: list[AgentEvent] = []
+    for cli, lines in _transcripts(ws).items():
+        parsed = get_agent(cli).parse_transcript([(t, json.dumps(obj)) for t, obj in lines])
+        events += parsed.events
+    return events
 
 
 def _fixture_run(tmp_path: Path, *, with_opens: bool = True) -> tuple[Path, Path]:
@@ -204,16 +252,8 @@ def _fixture_run(tmp_path: Path, *, with_opens: bool = True) -> tuple[Path, Path
     (agent / "exec.log").write_text(text)
     events = parse_exec_log(text, 999.0)
     (agent / "exec.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
-    lines = [json.dumps(obj) for obj in _transcript(ws)] + ["plain stderr line", "{broken"]
-    (agent / "transcript.log").write_text("\n".join(lines) + "\n")
-    (agent / "transcript.times").write_text("\n".join(str(1.5 + i) for i in range(len(lines))))
-    (agent / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [
-        {"kind": "command", "turn": 1, "t_s": 3.0,
-         "command": "cat skills/post-training-pitfalls/SKILL.md | head"},
-        {"kind": "command", "turn": 2, "t_s": 4.0,
-         "command": "cat > new-skills/my-lesson/SKILL.md <<'EOF'\n...\nEOF"},
-        {"kind": "file_edit", "turn": 2, "t_s": 5.0, "path": "new-skills/my-lesson/SKILL.md"},
-    ]))
+    (agent / "events.jsonl").write_text("".join(e.model_dump_json() + "\n"
+                                                for e in _agent_events(ws)))
     created = ws / CREATED_DIR
     (created / "my-lesson").mkdir()
     (created / "my-lesson" / "SKILL.md").write_text(MY_SKILL)
@@ -291,3 +331,150 @@ def test_exec_log_keeps_calls_that_strace_split() -> None:
     events = parse_exec_log(text, 10.0)
     assert [(e.argv, e.start_s, e.exit_code) for e in events] == [
         (["cat", "a"], 0.0, 0), (["cat", "b"], 0.001, 1)]
+
+
+# ---- reads in each CLI's own stream, as its launcher writes agent/events.jsonl ---------------
+# Each CLI reads `trainer-data-formats` with its file tool (Codex, which has none, with `sed`)
+# and `chat-template-alignment` with a shell `cat`; the model's text claims reads of
+# `post-training-pitfalls` and of a skill that does not exist, and a command's output names
+# `monitor-training-run`: neither is a read.
+_CLAIM = ("I read skills/post-training-pitfalls/SKILL.md and skills/no-such-skill/SKILL.md; "
+          "see new-skills/ghost/SKILL.md")
+_OUTPUT = "hint: skills/monitor-training-run/SKILL.md"
+_CAT = "cat skills/chat-template-alignment/SKILL.md"
+
+
+def _codex(ws: Path) -> list[dict]:
+    def shell(item: str, command: str) -> list[dict]:
+        wrapped = f"/bin/bash -lc '{command}'"
+        return [{"type": "item.started", "item": {
+                    "id": item, "type": "command_execution", "command": wrapped,
+                    "aggregated_output": "", "exit_code": None, "status": "in_progress"}},
+                {"type": "item.completed", "item": {
+                    "id": item, "type": "command_execution", "command": wrapped,
+                    "aggregated_output": _OUTPUT, "exit_code": 0, "status": "completed"}}]
+
+    return [{"type": "thread.started", "thread_id": "th1"}, {"type": "turn.started"},
+            *shell("item_1", "sed -n 1,80p skills/trainer-data-formats/SKILL.md"),
+            *shell("item_2", _CAT),
+            {"type": "item.completed", "item": {"id": "item_3", "type": "agent_message",
+                                                "text": _CLAIM}},
+            {"type": "turn.completed", "usage": {"input_tokens": 900, "cached_input_tokens": 0,
+                                                 "output_tokens": 40}}]
+
+
+def _claude_code(ws: Path) -> list[dict]:
+    return [
+        {"type": "system", "subtype": "init", "cwd": str(ws), "session_id": "s1",
+         "model": "claude-sonnet-4-5"},
+        _claude("assistant", [{"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {
+            "file_path": f"{ws}/skills/trainer-data-formats/SKILL.md"}}], "m1"),
+        _claude("user", [_tool_result("toolu_r", _OUTPUT)]),
+        _claude("assistant", [{"type": "tool_use", "id": "toolu_b", "name": "Bash",
+                               "input": {"command": _CAT, "description": "Read a skill"}}], "m2"),
+        _claude("user", [_tool_result("toolu_b", _OUTPUT)]),
+        _claude("assistant", [{"type": "text", "text": _CLAIM}], "m3"),
+        {"type": "result", "subtype": "success", "is_error": False, "result": _CLAIM,
+         "usage": {"input_tokens": 9, "output_tokens": 60}, "total_cost_usd": 0.01},
+    ]
+
+
+def _gemini(ws: Path) -> list[dict]:
+    return [
+        {"type": "init", "session_id": "g", "model": "gemini-2.5-pro"},
+        {"type": "tool_use", "tool_name": "read_file", "tool_id": "read_file-1",
+         "parameters": {"absolute_path": f"{ws}/skills/trainer-data-formats/SKILL.md"}},
+        {"type": "tool_result", "tool_id": "read_file-1", "status": "success", "output": _OUTPUT},
+        {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "run_shell_command-2",
+         "parameters": {"command": _CAT, "description": "Read a skill"}},
+        {"type": "tool_result", "tool_id": "run_shell_command-2", "status": "success",
+         "output": _OUTPUT},
+        {"type": "message", "role": "assistant", "content": _CLAIM, "delta": True},
+        {"type": "result", "status": "success", "stats": {"input_tokens": 900,
+                                                          "output_tokens": 40}},
+    ]
+
+
+def _opencode(ws: Path) -> list[dict]:
+    def tool(call: str, name: str, given: dict) -> dict:
+        return {"type": "tool_use", "sessionID": "ses_1", "part": {
+            "id": f"prt_{call}", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+            "callID": call, "tool": name, "state": {
+                "status": "completed", "input": given, "output": _OUTPUT, "title": name,
+                "metadata": {"output": _OUTPUT, "exit": 0}}}}
+
+    return [tool("call_r", "read", {"filePath": f"{ws}/skills/trainer-data-formats/SKILL.md"}),
+            tool("call_b", "bash", {"command": _CAT, "description": "Read a skill"}),
+            {"type": "text", "sessionID": "ses_1", "part": {
+                "id": "prt_t", "sessionID": "ses_1", "messageID": "msg_2", "type": "text",
+                "text": _CLAIM}}]
+
+
+def _openhands(ws: Path) -> list[dict]:
+    def action(call: str, tool: str, given: dict) -> dict:
+        return {"id": f"a-{call}", "kind": "ActionEvent", "source": "agent", "tool_name": tool,
+                "tool_call_id": call, "llm_response_id": f"r-{call}", "action": given,
+                "thought": [], "security_risk": "LOW"}
+
+    def observation(call: str, tool: str) -> dict:
+        return {"id": f"o-{call}", "kind": "ObservationEvent", "source": "environment",
+                "tool_name": tool, "tool_call_id": call, "observation": {
+                    "content": [{"type": "text", "text": _OUTPUT}], "error": False,
+                    "kind": "TerminalObservation" if tool == "terminal" else
+                    "FileEditorObservation", "exit_code": 0}}
+
+    return [action("t1", "file_editor", {"command": "view", "kind": "FileEditorAction",
+                                         "path": f"{ws}/skills/trainer-data-formats/SKILL.md"}),
+            observation("t1", "file_editor"),
+            action("t2", "terminal", {"command": _CAT, "kind": "TerminalAction",
+                                      "is_input": False}),
+            observation("t2", "terminal"),
+            {"id": "m1", "kind": "MessageEvent", "source": "agent", "llm_message": {
+                "role": "assistant", "content": [{"type": "text", "text": _CLAIM}]}}]
+
+
+@pytest.mark.parametrize("cli, stream", [
+    ("claude-code", _claude_code), ("codex", _codex), ("gemini", _gemini),
+    ("opencode", _opencode), ("openhands", _openhands)])
+def test_reads_in_each_cli_s_normalised_events_count_and_claimed_paths_do_not(
+        tmp_path: Path, cli: str, stream) -> None:
+    ws, run_dir = _run(tmp_path)
+    mount = prepare_skills(ws, run_dir)
+    agent_dir = run_dir / "agent"
+    lines = [json.dumps(obj) for obj in stream(ws.resolve())]
+    (agent_dir / "transcript.log").write_text("\n".join(lines) + "\n")
+    (agent_dir / "transcript.times").write_text("\n".join(str(1.0 + i) for i in range(len(lines))))
+    (agent_dir / "prompt.md").write_text(mount.instructions)  # names every skill's path
+    assert get_agent(cli).write_events(agent_dir) > 0  # the launcher's own events.jsonl
+    usage = count_skill_reads(run_dir)
+    assert usage.transcript_read and not usage.traced_execs
+    consults = {c.skill: (c.transcript, c.consults) for c in usage.per_skill}
+    assert consults["trainer-data-formats"] == (1, 1), usage.reads
+    assert consults["chat-template-alignment"] == (1, 1), usage.reads  # once: the command
+    assert consults["post-training-pitfalls"] == (0, 0)  # only claimed in the model's text
+    assert consults["monitor-training-run"] == (0, 0)  # only in a tool's output
+    assert "no-such-skill" not in consults and "ghost" not in consults
+    assert usage.total_consults == 2
+
+
+def test_file_opens_keep_hostile_paths_whole() -> None:
+    """Opened paths are the agent's to choose: a quote, `) = 3` or a newline inside one is
+    strace-escaped and must come back as named, with the flags after it, not inside it."""
+    from a2rl.recording import parse_file_opens
+
+    odd = 'skills/x/a\\") = 3, O_DIRECTORY\\nb.md'
+    text = "\n".join([
+        '9 20.000 execve("/usr/bin/python3", ["python3", "r.py"], 0x1 /* 2 vars */) = 0',
+        f'9 20.100 openat(AT_FDCWD, "{odd}", O_RDONLY|O_CLOEXEC) = 3',
+        '9 20.200 openat2(AT_FDCWD, "skills/x/SKILL.md", {flags=O_RDONLY, resolve=0}, 24) = 4',
+        '9 20.300 open("skills/x/out.md", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 5',
+        '9 20.400 openat(AT_FDCWD, "skills/x/gone.md", O_RDONLY) = -1 ENOENT (No such file)',
+        '9 20.500 openat(AT_FDCWD, "/usr/lib/libc.so.6", O_RDONLY) = 6',
+        '9 20.600 +++ exited with 0 +++'])
+    opens, traced = parse_file_opens(text, 20.0, keep=lambda p: p.startswith("skills/"))
+    assert traced
+    assert [(o.path, o.t_s, o.for_reading, o.program) for o in opens] == [
+        ('skills/x/a") = 3, O_DIRECTORY\nb.md', 0.1, True, "/usr/bin/python3"),
+        ("skills/x/SKILL.md", 0.2, True, "/usr/bin/python3"),
+        ("skills/x/out.md", 0.3, False, "/usr/bin/python3")]
+    assert parse_file_opens(text.replace("open", "stat"), 20.0, keep=lambda p: True) == ([], False)

@@ -445,7 +445,7 @@ class ScaffoldAnalysis(Record):
     """Reads of skills: the skill library's own count when it ran, else commands naming
     skills/.../SKILL.md."""
     skill_consults: dict[str, int] = Field(default_factory=dict)
-    """Skill → consults, as the skill library counts them (a2rl.scaffold._skills)."""
+    """Skill → consults, as the skill library counts them (a2rl.extensions.scaffold._usage)."""
     created_skills: list[str] = Field(default_factory=list)
     """Skills the agent wrote."""
     scaffold_time_share: float | None = None

@@ -72,7 +72,8 @@ class SkillRead(Record):
     source: ReadSource
     """open: a successful open of the file in the exec trace (any program, any tool);
     exec: a program started with the file on its command line (when opens were not traced);
-    transcript: a tool call of the agent's CLI naming the file."""
+    transcript: a shell command or another tool call naming the file in the agent's events
+    (agent/events.jsonl, the launcher's reading of its CLI's transcript)."""
     detail: str = ""
     """The program (open/exec) or tool name (transcript) that read it, truncated."""
 
@@ -90,7 +91,8 @@ class SkillConsults(Record):
     execs: int = 0
     """Programs started with one of the skill's files on their command line."""
     transcript: int = 0
-    """Tool calls in the agent's transcript that named one of the skill's files."""
+    """Shell commands and tool calls in the agent's events that read one of the skill's
+    files."""
     consults: int = 0
     """The headline count: max(trace, transcript), where trace = opens when opens were traced,
     else execs. The two sources see the same reads from two sides (a CLI's Read tool shows in
@@ -130,7 +132,7 @@ class SkillUsage(Record):
     traced_execs: bool
     """Whether an exec trace existed at all."""
     transcript_read: bool
-    """Whether a transcript (or events.jsonl) was there to read tool calls from."""
+    """Whether the agent's events (agent/events.jsonl) were there to read tool calls from."""
     merge_s: float
     """Opens of one skill by one process closer than this are counted as one read."""
     reads: list[SkillRead] = Field(default_factory=list)

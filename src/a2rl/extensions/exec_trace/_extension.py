@@ -22,6 +22,8 @@ class ExecTraceExtension(RunExtension):
     """Skipped with a note when strace is absent or cannot follow the sandbox's processes."""
 
     name = "exec-trace"
+    hook_order = 10
+    enabled_by_name = False
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

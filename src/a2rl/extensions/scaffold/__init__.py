@@ -4,7 +4,8 @@ any agent.
 
 - `journal`: typed, append-only experiment journal (POST/GET /scaffold/journal).
 - `skills`: the skill library, mounted read-only
-  (`a2rl.extensions.scaffold._skills.mount_skills`).
+  (`a2rl.extensions.scaffold._mount.mount_skills`), its reads counted afterwards
+  (`_usage.count_skill_reads`).
 - `evaluator`: a separate LLM reviews each submission asked with `"evaluate": true`.
 - `plan-review`: the first plan is reviewed (LLM, or a person through `a2rl review <run>`).
 - `revision`: checkpoints asking for an explicit keep/switch decision.

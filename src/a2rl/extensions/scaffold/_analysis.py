@@ -216,7 +216,7 @@ def _tool_time(run_dir: Path) -> tuple[float, float, int]:
 
 def _skill_usage(run_dir: Path, out: ScaffoldAnalysis) -> None:
     """Consults per skill and created skills, counted by the skill library's own module."""
-    from a2rl.extensions.scaffold import _skills as skills
+    from a2rl.extensions.scaffold import _usage as skills
 
     try:
         out.skill_consults = dict(skills.skill_consults(run_dir))

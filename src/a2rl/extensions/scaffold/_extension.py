@@ -25,6 +25,8 @@ class ScaffoldExtension(RunExtension):
     grader, reached by the agent through the grader's /scaffold/... routes."""
 
     name = "scaffold"
+    hook_order = 20
+    enabled_by_name = False
     submit_flags = {"evaluate": '"evaluate" needs a run with --scaffold evaluator'}
 
     def __init__(self, config: RunConfig) -> None:
@@ -57,7 +59,7 @@ class ScaffoldExtension(RunExtension):
         assert config is not None
         read_only = install(config, part.workspace)
         self._scaffolds[part.run_dir] = Scaffold(config, part.run_dir, part.workspace, part.task,
-                                                 budget_s=part.config.budget_s)
+                                                 budget_s=part.config.agent_time_limit_s)
         return read_only
 
     def grader_created(self, part: TaskPart, grader: Grader) -> None:
@@ -73,7 +75,7 @@ class ScaffoldExtension(RunExtension):
         # With the skills the trace also records opens: reads of a skill are counted from
         # the files the agent's processes opened.
         if self._skills():
-            from a2rl.extensions.scaffold._skills import TRACE_SYSCALLS
+            from a2rl.extensions.scaffold._mount import TRACE_SYSCALLS
 
             launch.trace_syscalls += TRACE_SYSCALLS
 
@@ -100,7 +102,7 @@ def _count_skill_reads(part: TaskPart) -> None:
     """Skill consults and agent-written skills, counted while the workspace still exists (the
     created skills are copied out of it); a failure is reported, never raised: the run's
     record matters more."""
-    from a2rl.extensions.scaffold._skills import count_skill_reads
+    from a2rl.extensions.scaffold._usage import count_skill_reads
 
     try:
         count_skill_reads(part.run_dir)

@@ -1,6 +1,6 @@
 """What the scaffold adds to the agent's workspace: `scaffold.sh`, a section of the instructions
 per enabled component, and (component `skills`) the skill library of
-`a2rl.extensions.scaffold._skills`."""
+`a2rl.extensions.scaffold._mount`."""
 
 from __future__ import annotations
 
@@ -38,14 +38,14 @@ def revision_triggers(config: ScaffoldConfig) -> str:
 
 
 def skills_module() -> Any:
-    """`a2rl.extensions.scaffold._skills`, which provides `mount_skills(workspace: Path)` returning
+    """`a2rl.extensions.scaffold._mount`, which provides `mount_skills(workspace: Path)` returning
     an object with `read_only: list[Path]` (paths the sandbox mounts read-only) and
     `instructions: str` (markdown for the instructions)."""
     try:
-        return importlib.import_module("a2rl.extensions.scaffold._skills")
+        return importlib.import_module("a2rl.extensions.scaffold._mount")
     except ImportError as exc:
         raise A2RLError("the scaffold's skills component is not installed "
-                        f"(a2rl.extensions.scaffold._skills: {exc})",
+                        f"(a2rl.extensions.scaffold._mount: {exc})",
                         "run without `skills` in --scaffold, or install an a2rl that has the "
                         "skill library") from exc
 
