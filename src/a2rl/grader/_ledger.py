@@ -8,7 +8,6 @@ the cost of a request does not grow with the number of submissions already recor
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -155,6 +154,3 @@ class Ledger:
                 return rec
         return None
 
-
-def dump_jsonl(records: list[SubmissionRecord]) -> str:
-    return "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in records)
