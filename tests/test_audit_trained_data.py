@@ -12,7 +12,7 @@ import pytest
 from test_analysis import SFT, FakeRun
 
 from a2rl.analysis import analyze_run
-from a2rl.analysis._launch import CommandReader
+from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._trained_data import read_data_file, trained_files
 from a2rl.grader import redacted_params
 from a2rl.recording import data_fingerprint

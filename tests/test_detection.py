@@ -10,10 +10,14 @@ through relative and absolute imports, `own-` trainer classes written in the ana
 `flag-` PEFT applied only under a setting, `name-` a method named by a class or file that the
 code bears out or not, `objective-` a launch whose objective nothing names, `dispatch-` one entry
 point whose settings pick the stage it trains, `checkout-` a framework's own entry module in the
-workspace, `loops-` hand-written objectives."""
+workspace, `loops-` hand-written objectives, `rlclass-` a class's own update loop (`ppo_train()`,
+a PPO trainer's `step()`) that is RL, `selfdistill-` on-policy self-distillation (the model's own
+samples, itself as the teacher) beside distillation from a teacher model, `gated-update-` a
+library function or class whose update sits under a flag its caller passes."""
 
 from __future__ import annotations
 
+import ast
 import json
 from collections import Counter
 from pathlib import Path
@@ -21,14 +25,9 @@ from typing import Any
 
 import pytest
 
-from a2rl.analysis._detect import Detection, analyse_script
-from a2rl.analysis._launch import (
-    CommandReader,
-    parse_launch,
-    script_commands,
-    simple_commands,
-    split_commands,
-)
+from a2rl.analysis._command_reader import CommandReader
+from a2rl.analysis._detection import Detection
+from a2rl.analysis._launchers import parse_launch
 from a2rl.analysis._methods import (
     METHODS,
     RL,
@@ -40,6 +39,8 @@ from a2rl.analysis._methods import (
     training_kind,
 )
 from a2rl.analysis._phases import command_phase
+from a2rl.analysis._script_reader import analyse_script
+from a2rl.analysis._shell_commands import script_commands, simple_commands, split_commands
 
 ROOT = Path(__file__).parent / "fixtures" / "training_scripts"
 MANIFEST: list[dict[str, Any]] = json.loads((ROOT / "manifest.json").read_text())
@@ -86,7 +87,9 @@ def test_every_fixture_is_labelled_exactly_or_listed_as_known_wrong() -> None:
 GROUPS = {"pkg-": "workspace packages through imports", "own-": "trainer classes written in the code",
           "flag-": "PEFT under a setting", "name-": "names the code bears out or not",
           "objective-": "launches whose objective nothing names",
-          "dispatch-": "a setting picks the branch that trains"}
+          "dispatch-": "a setting picks the branch that trains",
+          "rlclass-": "a class's own update loop", "selfdistill-": "on-policy self-distillation",
+          "gated-update-": "an update under a flag the caller passes"}
 
 
 @pytest.mark.parametrize("prefix", sorted(GROUPS))
@@ -651,3 +654,42 @@ def test_training_arguments_switches_default_to_the_librarys_values() -> None:
     assert Settings(flags={"do_train": "true"}, defaults=defaults).value(["do_train"])[0] is True
     # no HfArgumentParser of TrainingArguments: no library default
     assert "do_train" not in code_defaults(ast.parse("import argparse\n"), "b.py")
+
+
+def test_a_caller_decides_the_flag_of_a_library_update_and_mutual_imports_end() -> None:
+    lib = ("def run(model, batches, opt, mode='eval'):\n    for b in batches:\n"
+           "        loss = model(b).loss\n        if mode == 'train':\n"
+           "            loss.backward()\n            opt.step()\n")
+    files = {"lib.py": lib, "go.py": "from lib import run\nrun(m, b, o, mode={mode!r})\n"}
+    train = files | {"go.py": files["go.py"].format(mode="train")}
+    evaluate = files | {"go.py": files["go.py"].format(mode="eval")}
+    assert label(train, "python go.py") == ("SFT-only", "full SFT", True, "SFT")
+    assert label(evaluate, "python go.py") == ("Placeholder/Missing", None, False, None)
+    # hostile: two modules that import each other and pass the flag back and forth, and a
+    # function that hands its own parameter to itself, end with a label
+    ping = ("from pong import back\ndef forth(m, b, o, mode='eval'):\n    back(m, b, o, mode)\n"
+            "    forth(m, b, o, mode)\n    if mode == 'train':\n        m(b).loss.backward()\n"
+            "        o.step()\n")
+    pong = "from ping import forth\ndef back(m, b, o, mode):\n    forth(m, b, o, mode=mode)\n"
+    loop = {"ping.py": ping, "pong.py": pong, "go.py": "from ping import forth\nforth(1, 2, 3, mode={!r})\n"}
+    assert label(loop | {"go.py": loop["go.py"].format("x")}, "python go.py")[2] is False
+    assert label(loop | {"go.py": loop["go.py"].format("train")}, "python go.py")[2] is True
+
+
+def test_a_teacher_is_a_model_apart_from_the_one_trained() -> None:
+    from a2rl.analysis._objectives import clipped_ratio, external_teacher, self_taught
+
+    def tree(code: str) -> ast.Module:
+        return ast.parse(code)
+
+    assert external_teacher(tree("teacher = AutoModelForCausalLM.from_pretrained('big')"))
+    assert external_teacher(tree("def make(student, teacher_model):\n    pass"))
+    assert external_teacher(tree("T(model=m, teacher_model='big')"))
+    assert not external_teacher(tree("teacher = model\nself.teacher = copy.deepcopy(self.model)"))
+    assert not external_teacher(tree("teacher_logits = model(x).logits\nteacher_temp = 2.0"))
+    assert self_taught(tree("y = model.generate(x)\nteacher_logits = model(y).logits"))
+    assert not self_taught(tree("teacher_logits = model(x).logits"))  # no sampling: not on-policy
+    assert clipped_ratio(tree("r = torch.exp(a - b)\nr.clamp(1 - eps, 1 + eps)"))
+    assert clipped_ratio(tree("torch.clamp(ratio, min=1.0 - c, max=1.0 + c)"))
+    assert not clipped_ratio(tree("torch.clamp(ratio, 0, 1)"))
+    assert not clipped_ratio(tree("torch.clamp(x, 1 - e, 1 + e)"))  # no ratio of probabilities

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from a2rl.analysis._detect import Detection
+from a2rl.analysis._detection import Detection
 from a2rl.analysis._methods import TRL_CLI, entry_module_method, verl_estimator_method
 
 _LF_STAGE = {"pt": "SFT", "sft": "SFT", "rm": "reward model", "ppo": "PPO", "dpo": "DPO",

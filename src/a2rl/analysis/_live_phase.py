@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2rl._walk import read_text_files
-from a2rl.analysis._launch import CommandReader
+from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._phases import _PRIORITY, PHASES, phase_times, turn_phases
 from a2rl.recording import ExecLogReader
 from a2rl.records import AgentEvent, ExecEvent

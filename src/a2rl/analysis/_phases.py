@@ -2,7 +2,7 @@
 phase labels).
 
 Labels come from what ran: the launch form and the script or config it ran (read by
-`_launch.CommandReader`: a training launch is SFT or RL by the method it trains), waiting
+`_command_reader.CommandReader`: a training launch is SFT or RL by the method it trains), waiting
 (`sleep`, `wait`, `watch`, `tail -f`, polling loops, `timer.sh` anywhere on a command line,
 the grader's /status), evaluation (the grader's /submit, evaluation scripts), setup and
 exploration programs. An exec trace gives programs; an agent event log gives turns.
@@ -11,9 +11,13 @@ exploration programs. An exec trace gives programs; an agent event log gives tur
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from a2rl.analysis._launch import CommandReader, launched_file, parse_launch, simple_commands
+from a2rl.analysis._command_reader import CommandReader
+from a2rl.analysis._launchers import launched_file, parse_launch
+from a2rl.analysis._run_evidence import SlimAgentEvent
+from a2rl.analysis._shell_commands import simple_commands
 from a2rl.records import AgentEvent, ExecEvent
 
 PHASES = ("exploration", "data/setup", "SFT", "RL", "evaluation", "debugging", "journal/skill",
@@ -151,11 +155,11 @@ def phase_times(events: list[ExecEvent], reader: CommandReader,
     return labelled, {p: round(span_union(v), 2) for p, v in spans.items() if v}
 
 
-def turn_phases(events: list[AgentEvent], reader: CommandReader,
+def turn_phases(events: Sequence[AgentEvent | SlimAgentEvent], reader: CommandReader,
                 horizon: float) -> tuple[list[dict[str, object]], dict[str, float]]:
     """Phase of each model turn from what it did (commands, file edits), and time per phase:
     the time from a turn to the next one goes to the phase of the turn that launched it."""
-    by_turn: dict[int, list[AgentEvent]] = {}
+    by_turn: dict[int, list[AgentEvent | SlimAgentEvent]] = {}
     for ev in events:
         by_turn.setdefault(ev.turn, []).append(ev)
     turns = sorted(by_turn)

@@ -26,8 +26,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from a2rl._walk import fwalk, read_text_files
+from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._data import data_refs
-from a2rl.analysis._launch import CommandReader, launched_file
+from a2rl.analysis._launchers import launched_file
 from a2rl.records import Finding, RunRecord
 
 TEXT_SUFFIXES = (".jsonl", ".json", ".csv", ".txt")

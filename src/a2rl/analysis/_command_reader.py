@@ -1,18 +1,12 @@
-"""Command lines: what each simple command in a shell line launches, and what that trains.
+"""What a command line trains, read against the workspace's files.
 
-A command line from a transcript (`cd w && nohup accelerate launch --config_file a.yaml
-train.py > log 2>&1 &`) is split into simple commands; each loses its environment assignments
-and wrappers (nohup, timeout, env, setsid, nice, time, uv run, conda run); then the launcher
-(python, torchrun, deepspeed, accelerate, trl, llamafactory-cli, axolotl, tune, bash) says where
-the script, module or config is. The training itself is read from that script or config (in the
-workspace files) and the command's own arguments (Hydra overrides, --use_peft, …).
-"""
+Each simple command of the line (`_shell_commands`) is parsed for its launcher (`_launchers`);
+the training itself is read from the script it runs (`_script_reader`), the framework config it
+names (`_configs`: LLaMA-Factory, axolotl, torchtune, verl, OpenRLHF, the `trl` CLI) and the
+command's own arguments (Hydra overrides, `--use_peft`, …)."""
 
 from __future__ import annotations
 
-import re
-import shlex
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -27,285 +21,12 @@ from a2rl.analysis._configs import (
     trl_cli_detection,
     verl_detection,
 )
-from a2rl.analysis._detect import Detection, ModuleReader, analyse_script, decide_peft
+from a2rl.analysis._detection import Detection, ModuleReader, decide_peft
+from a2rl.analysis._launchers import Launch, flag_dict, flag_value, parse_launch
 from a2rl.analysis._methods import TRAINING, entry_module_method
+from a2rl.analysis._script_reader import analyse_script
 from a2rl.analysis._settings import Settings
-
-_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"}
-_REDIRECTS = {">", ">>", "<", ">&", "&>", "<<", "<<<", ">|", "&>>"}
-_KEYWORDS = {"do", "done", "then", "fi", "else", "elif", "if", "while", "until", "for", "in",
-             "{", "}", "!", "time", "exec", "case", "esac"}
-_WRAPPERS_NO_ARG = {"nohup", "setsid", "stdbuf", "unbuffer", "command", "builtin", "sudo", "nice",
-                    "ionice", "caffeinate", "xargs"}
-_PY = re.compile(r"^(python[\d.]*|pypy3?)$")
-_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.\w+)+$")
-_FLAG_ONLY = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--cpu", "--debug", "--quiet", "-q",
-              "--standalone", "--no_python", "--no-python", "--tee", "--use_megatron_lm",
-              "--no_local_rank", "--autotuning", "--bind_cores_to_rank", "--force_multi", "-u"}
-WAIT_PROGRAMS = {"sleep", "wait", "watch", "timeout_wait"}
-
-
-@dataclass
-class Launch:
-    """One simple command, after wrappers."""
-
-    argv: list[str]
-    """The command as run (wrappers and VAR=value assignments removed)."""
-    launcher: str
-    """Program name: python, torchrun, deepspeed, accelerate, trl, llamafactory-cli, axolotl,
-    tune, bash, or any other program."""
-    script: str | None = None
-    """The .py (or .sh) file it runs."""
-    module: str | None = None
-    """The module of `-m`/`--module`."""
-    args: list[str] = field(default_factory=list)
-    """Arguments after the script or module."""
-    inline: str | None = None
-    """Code of `python -c`."""
-
-
-def logical_lines(text: str) -> list[str]:
-    """Lines of a shell text, with `\\`-continuations joined and newlines inside quotes kept
-    (a `python -c "…"` spanning lines is one command)."""
-    text = re.sub(r"\\\r?\n", " ", text)
-    lines: list[str] = []
-    cur: list[str] = []
-    quote: str | None = None
-    escaped = False
-    comment = False
-    for ch in text:
-        if comment:  # quotes in a comment ("don't") open nothing
-            if ch != "\n":
-                continue
-            comment = False
-        if escaped:
-            escaped = False
-        elif ch == "\\" and quote != "'":
-            escaped = True
-        elif not quote and ch == "#" and (not cur or cur[-1] in " \t;&|("):
-            comment = True
-            continue
-        elif quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "\n":
-            lines.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    lines.append("".join(cur))
-    return [ln for ln in lines if ln.strip()]
-
-
-def split_commands(line: str) -> list[list[str]]:
-    """Simple commands of a shell text (split at ; && || | & and newlines; redirections and
-    comments dropped)."""
-    out: list[list[str]] = []
-    for logical in logical_lines(line):
-        out += _split_line(logical)
-    return out
-
-
-def _split_line(line: str) -> list[list[str]]:
-    try:
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        tokens = list(lexer)
-    except ValueError:
-        tokens = line.split()
-    out: list[list[str]] = []
-    cur: list[str] = []
-    skip = False
-    for tok in tokens:
-        if skip:
-            skip = False
-            continue
-        if tok in _SEPARATORS or set(tok) <= set(";&|()"):
-            if cur:
-                out.append(cur)
-            cur = []
-            continue
-        if tok in _REDIRECTS or set(tok) <= set("<>&|") and ("<" in tok or ">" in tok):
-            # `2>&1`, `2> log`: the descriptor number before the operator is not an argument.
-            if cur and re.fullmatch(r"\d", cur[-1]):
-                cur.pop()
-            skip = True
-            continue
-        if not cur and tok in _KEYWORDS:
-            continue
-        cur.append(tok)
-    if cur:
-        out.append(cur)
-    return out
-
-
-_HEREDOC_IN_LINE = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)\n[ \t]*\2[ \t]*(?=\n|$)", re.S)
-_PY_STDIN = re.compile(r"(?:^|[\s;&|(])(python[\d.]*|python3)(\s+-[uBO]+)*\s+(-\s*)?$")
-
-
-def _heredocs(command: str) -> tuple[str, list[str]]:
-    """A command line without its heredoc bodies (`cat > f.py <<'EOF' … EOF` writes a file; its
-    lines are not commands), and the bodies fed to Python on stdin (`python - <<'EOF' … EOF`),
-    which are code that runs."""
-    python: list[str] = []
-
-    def cut(m: re.Match[str]) -> str:
-        before = command[:m.start()]
-        if _PY_STDIN.search(before.split("\n")[-1]):
-            python.append(m.group(3))
-        return ""
-
-    return _HEREDOC_IN_LINE.sub(cut, command), python
-
-
-def simple_commands(command: str, depth: int = 0) -> list[list[str]]:
-    """The simple commands of a command line, with `bash -c "…"` / `sh -lc "…"` and
-    `tmux new -d '…'` opened up (how Codex and other CLIs wrap commands), heredoc bodies taken
-    out, and Python fed on stdin shown as `python -c <code>`."""
-    command, stdin_code = _heredocs(command)
-    out: list[list[str]] = []
-    for argv in split_commands(command):
-        bare = strip_wrappers(argv)
-        inner = _shell_inline(bare) or _tmux_command(bare)
-        if inner is not None and depth < 3:
-            out += simple_commands(inner, depth + 1)
-        elif stdin_code and bare and _PY.match(PurePosixPath(bare[0]).name) and \
-                (bare[1:] == [] or bare[-1] == "-"):
-            out.append(["python", "-c", stdin_code.pop(0)])
-        else:
-            out.append(argv)
-    return out
-
-
-def _tmux_command(argv: list[str]) -> str | None:
-    """`tmux new-session -d -s train 'python train.py'`: the command is the last word."""
-    if len(argv) >= 3 and PurePosixPath(argv[0]).name == "tmux" and argv[1] in (
-            "new", "new-session", "send-keys", "send"):
-        return argv[-1] if argv[-1] not in ("Enter", "C-m") else (argv[-2] if len(argv) > 3 else None)
-    return None
-
-
-def _shell_inline(argv: list[str]) -> str | None:
-    if len(argv) < 3 or PurePosixPath(argv[0]).name not in ("bash", "sh", "zsh", "dash"):
-        return None
-    for i, a in enumerate(argv[1:-1], 1):
-        if re.fullmatch(r"-[a-z]*c[a-z]*", a):
-            return argv[i + 1]
-        if not a.startswith("-"):
-            return None
-    return None
-
-
-def strip_wrappers(argv: list[str]) -> list[str]:
-    """Drop VAR=value assignments and wrapper programs in front of the real command."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        name = PurePosixPath(a).name
-        if re.fullmatch(r"[A-Za-z_]\w*=.*", a):
-            i += 1
-        elif name == "screen":
-            i += 1  # screen -dmS name [-L] cmd …
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if re.fullmatch(r"-(d?m?S|S|Logfile|c|p|t)", argv[i]) else 1
-        elif name in ("srun", "mpirun"):
-            i += 1  # short options take a value, long ones carry it with `=` or are flags
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if re.fullmatch(r"-[A-Za-z]", argv[i]) else 1
-        elif name == "ray" and "--" in argv[i:]:
-            i = argv.index("--", i) + 1  # `ray job submit … -- python3 -m …`
-        elif name in _WRAPPERS_NO_ARG:
-            i += 1
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in ("-n", "-c", "-o", "-e", "-i") else 1
-        elif name == "env":
-            i += 1
-            while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
-                i += 1
-        elif name == "timeout":
-            i += 1
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in ("-s", "-k", "--signal", "--kill-after") else 1
-            i += 1  # the duration
-        elif name in ("uv", "poetry", "pipenv", "pixi") and i + 1 < len(argv) and argv[i + 1] == "run":
-            i += 2
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in ("--with", "--python", "-p", "--env-file") else 1
-        elif name in ("conda", "mamba", "micromamba") and i + 1 < len(argv) and argv[i + 1] == "run":
-            i += 2
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in ("-n", "--name", "-p", "--prefix") else 1
-        else:
-            break
-    return argv[i:]
-
-
-def _after_options(argv: list[str], start: int) -> tuple[str | None, str | None, int]:
-    """Launcher options up to the script or module: (script, module, index after it)."""
-    i = start
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-m", "--module"):
-            j = i + 1
-            # deepspeed/accelerate `--module` is a flag; the module is the next positional.
-            while j < len(argv) and argv[j].startswith("-"):
-                j += 1 if argv[j] in _FLAG_ONLY or "=" in argv[j] else 2
-            return None, (argv[j] if j < len(argv) else None), j + 1
-        if a.startswith("-"):
-            if "=" in a or a in _FLAG_ONLY or a in ("-O", "-OO", "-B", "-s", "-S", "-E", "-I"):
-                i += 1
-            elif a in ("-X", "-W"):
-                i += 2
-            elif i + 1 < len(argv) and (argv[i + 1].endswith(".py") or argv[i + 1].startswith("-")):
-                i += 1
-            else:
-                i += 2
-            continue
-        if a.endswith((".py", ".sh")) or "/" in a or not _MODULE_NAME.match(a):
-            return a, None, i + 1
-        return a, None, i + 1
-    return None, None, i
-
-
-def parse_launch(argv: list[str]) -> Launch | None:
-    argv = strip_wrappers(argv)
-    if not argv:
-        return None
-    prog = PurePosixPath(argv[0]).name
-    if _PY.match(prog):
-        if "-c" in argv[1:3] or (len(argv) > 1 and argv[1].startswith("-") and "c" in argv[1][1:]
-                                 and argv[1] not in ("--config",)):
-            k = argv.index("-c") if "-c" in argv else 1
-            return Launch(argv, "python", inline=argv[k + 1] if k + 1 < len(argv) else "")
-        script, module, rest = _after_options(argv, 1)
-        if module in ("torch.distributed.run", "torch.distributed.launch"):
-            script, module, rest2 = _after_options(argv, rest)
-            return Launch(argv, "torchrun", script=script, module=module, args=argv[rest2:])
-        if module == "accelerate.commands.launch":
-            script, module, rest2 = _after_options(argv, rest)
-            return Launch(argv, "accelerate", script=script, module=module, args=argv[rest2:])
-        return Launch(argv, "python", script=script, module=module, args=argv[rest:])
-    if prog in ("torchrun", "deepspeed"):
-        script, module, rest = _after_options(argv, 1)
-        return Launch(argv, prog, script=script, module=module, args=argv[rest:])
-    if prog == "accelerate" and len(argv) > 1 and argv[1] == "launch":
-        script, module, rest = _after_options(argv, 2)
-        return Launch(argv, "accelerate", script=script, module=module, args=argv[rest:])
-    if prog in ("bash", "sh", "zsh", "dash", "source", "."):
-        inline = _shell_inline(argv)
-        if inline is not None:
-            return Launch(argv, "bash", inline=inline)
-        target = next((a for a in argv[1:] if not a.startswith("-")), None)
-        return Launch(argv, "bash", script=target, args=argv[2:])
-    if prog.endswith(".sh"):
-        return Launch(argv, "bash", script=argv[0], args=argv[1:])
-    if prog.endswith(".py"):
-        # `./train.py` (a shebang) and `uv run train.py` run the file with Python
-        return Launch(argv, "python", script=argv[0], args=argv[1:])
-    return Launch(argv, prog, args=argv[1:])
+from a2rl.analysis._shell_commands import script_commands, simple_commands, split_line
 
 
 class CommandReader:
@@ -416,7 +137,7 @@ class CommandReader:
                 apply_components(d, data, p, overrides(args))
         # HF-argparse flags of LLaMA-Factory-style scripts (`src/train_sft.py --stage sft
         # --finetuning_type lora …`): the same keys as its YAML.
-        flags = _flag_dict(args)
+        flags = flag_dict(args)
         if {"stage", "finetuning_type"} & set(flags) and (not d.methods & TRAINING or
                                                          d.framework == "llamafactory" or
                                                          "finetuning_type" in flags):
@@ -434,7 +155,7 @@ class CommandReader:
         if d.rl_config:
             self._verl_config(d, args)
         if d.peft_guards:
-            decide_peft(d, Settings(flags=_flag_dict(args), overrides=overrides(args),
+            decide_peft(d, Settings(flags=flag_dict(args), overrides=overrides(args),
                                     configs=configs or self._script_configs(path, d, args),
                                     defaults=d.flag_defaults))
         if d.conditional_peft and "PEFT" not in d.methods:
@@ -449,7 +170,7 @@ class CommandReader:
         those the script reads) and the defaults its code declares."""
         configs = [(p, data) for a in args if a.endswith((".yaml", ".yml", ".json"))
                    and (p := self.find(a)) and (data := load_config(self.files[p], p)) is not None]
-        settings = Settings(flags=_flag_dict(args), overrides=overrides(args),
+        settings = Settings(flags=flag_dict(args), overrides=overrides(args),
                             configs=configs or self._script_configs(path, found, args),
                             defaults=found.flag_defaults)
         return analyse_script(path, self.files[path], read_module=self.module_reader(path),
@@ -614,7 +335,7 @@ class CommandReader:
                 return None
             return self.script(path, []) if path.endswith(".py") else self.notebook(path)
         if lc == "trl" and args:
-            cfg_arg = _flag(args, "--config")
+            cfg_arg = flag_value(args, "--config")
             cfg = self._config(cfg_arg)
             return trl_cli_detection(args[0], args[1:], cfg)
         if lc in ("llamafactory-cli", "lmf") and args and args[0] == "train":
@@ -635,7 +356,7 @@ class CommandReader:
             local = self.find(recipe) if recipe.endswith(".py") else None
             if local is not None:
                 return self.script(local, args[i + 1:])  # a recipe file of the workspace
-            cfg_name = _flag(args, "--config")
+            cfg_name = flag_value(args, "--config")
             cfg = self._config(cfg_name)
             return torchtune_detection(recipe, cfg_name, cfg, args)
         return None
@@ -673,7 +394,7 @@ class CommandReader:
         root = module.split(".")[0]
         if root == "verl" or (root == "recipe" and "main" in module):
             cfg = None
-            cfg_dir, cfg_name = _flag(args, "--config-path"), _flag(args, "--config-name")
+            cfg_dir, cfg_name = flag_value(args, "--config-path"), flag_value(args, "--config-name")
             if cfg_name:
                 cfg = self._config(str(PurePosixPath(cfg_dir or "") / cfg_name)
                                    + ("" if cfg_name.endswith((".yaml", ".yml")) else ".yaml"))
@@ -687,7 +408,8 @@ class CommandReader:
         if root == "llamafactory" and (module.endswith("launcher") or module.endswith("cli")):
             return self._config_launch(args[1:] if args[:1] == ["train"] else args, "llamafactory")
         if root == "trl" and module.startswith("trl.scripts."):
-            return trl_cli_detection(module.rsplit(".", 1)[-1], args, self._config(_flag(args, "--config")))
+            config = self._config(flag_value(args, "--config"))
+            return trl_cli_detection(module.rsplit(".", 1)[-1], args, config)
         return None
 
     def _config(self, arg: str | None) -> dict[str, Any] | None:
@@ -697,7 +419,7 @@ class CommandReader:
     def _config_launch(self, args: list[str], framework: str) -> Detection | None:
         cfg_arg = next((a for a in args if a.endswith((".yaml", ".yml", ".json"))), None)
         path = self.find(cfg_arg)
-        flags = {k: v for k, v in _flag_dict(args).items() if k not in ("config",)}
+        flags = {k: v for k, v in flag_dict(args).items() if k not in ("config",)}
         if path is None and not (flags and framework == "llamafactory"):
             d = Detection(f"{framework} {cfg_arg or ''}".strip())
             d.framework = framework
@@ -725,7 +447,7 @@ class CommandReader:
         try:
             # Each line on its own: an odd expanded value cannot run into the next line.
             return self._combine([argv for line in script_commands(self.files[path])
-                                  for argv in _split_line(line)])
+                                  for argv in split_line(line)])
         finally:
             self._depth -= 1
 
@@ -734,117 +456,8 @@ _FRAMEWORK_ROOTS = {"verl", "openrlhf", "axolotl", "llamafactory", "trl"}
 """Top packages of the frameworks whose `-m` entry points are read by their CLI's semantics."""
 
 
-_HEREDOC = re.compile(r"read\s+(?:-\w+\s+(?:''\s+)?)*(\w+)\s*<<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\2\s*$",
-                      re.S | re.M)
-_ARRAY = re.compile(r"^\s*([A-Za-z_]\w*)=\((.*?)\)\s*$", re.S | re.M)
-_ASSIGN = re.compile(r"^\s*(?:export\s+|readonly\s+|local\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
-
-
-def script_commands(text: str) -> list[str]:
-    """The command lines of a shell script, with the variables it sets expanded where they are
-    used: commands kept in a heredoc (`read -r -d '' cmd <<EOF … EOF; deepspeed --module
-    $cmd`), in arrays (`ARGS=( … )`, `"${ARGS[@]}"`) or in plain assignments (`MODEL=…`,
-    `X=${X:-default}`). Lines are split before expanding, so an odd value cannot swallow the
-    rest of the script; values from outside the script stay as they are."""
-    values: dict[str, str] = {}
-    for m in _ARRAY.finditer(text):
-        body = "\n".join(line.split("#", 1)[0] for line in m.group(2).splitlines())
-        values[m.group(1)] = " ".join(re.sub(r"\\\r?\n", " ", body).split())
-    text = _ARRAY.sub("", text)
-    for m in _HEREDOC.finditer(text):
-        values[m.group(1)] = re.sub(r"\\\r?\n", " ", m.group(3))
-    text = _HEREDOC.sub("", text)
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group("name") or m.group("bare")
-        if name in values:
-            return values[name]
-        if m.group("default") is not None:  # ${NAME:-default}
-            return m.group("default").strip("\"'")
-        return m.group(0)
-
-    def expand(line: str) -> str:
-        for _ in range(3):  # values that use other values
-            line = _VAR.sub(lambda v: _requote(v, sub(v)), line)
-        return line
-
-    out: list[str] = []
-    for line in logical_lines(text):
-        assign = _ASSIGN.match(line)
-        if assign and _one_word(line):  # in order: a value may use the ones before it
-            values.setdefault(assign.group(1), expand(assign.group(2)).strip("\"'"))
-            continue
-        out.append(expand(line))
-    return out
-
-
-def _one_word(line: str) -> bool:
-    """`X=1` is an assignment; `X=1 python t.py` runs a program with X set."""
-    try:
-        words = shlex.split(line, comments=True)
-    except ValueError:
-        return False
-    while words and words[0] in ("export", "readonly", "local", "declare"):
-        words = words[1:]
-    return len(words) == 1
-
-
-_VAR = re.compile(r"(?P<q>\")?\$\{(?P<name>\w+)(?:\[[@*]\])?(?::-(?P<default>[^}]*))?\}(?(q)\")"
-                  r"|\$(?P<bare>\w+)")
-
-
-def _requote(m: re.Match[str], value: str) -> str:
-    """Keep the quotes around a scalar expansion; drop them around an array (`"${A[@]}"` is
-    several words)."""
-    whole = m.group(0)
-    if not m.group("q"):
-        return value
-    if "[@]" in whole or "[*]" in whole:
-        return value
-    return f'"{value}"'
-
-
 def _copy(d: Detection) -> Detection:
     out = Detection(d.path, framework=d.framework, parse_error=d.parse_error,
                     hydra_config=d.hydra_config, classes=dict(d.classes))
     out.merge(d)
     return out
-
-
-def _flag_dict(args: list[str]) -> dict[str, str]:
-    """`--key value`, `--key=value` and bare `--flag` (true) arguments as a mapping."""
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a.startswith("--") and len(a) > 2:
-            key, eq, value = a[2:].partition("=")
-            if eq:
-                out[key] = value
-            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
-                out[key] = args[i + 1]
-                i += 1
-            else:
-                out[key] = "true"
-        i += 1
-    return out
-
-
-def _flag(args: list[str], flag: str) -> str | None:
-    for i, a in enumerate(args):
-        if a == flag and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
-
-
-def launched_file(command_argv: list[str]) -> str | None:
-    """The script or config a simple command runs (for joining experiments to files)."""
-    launch = parse_launch(command_argv)
-    if launch is None:
-        return None
-    if launch.script:
-        return launch.script
-    cfg = next((a for a in launch.args if a.endswith((".yaml", ".yml", ".json"))), None)
-    return cfg or launch.module
