@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from a2rl.recording._closing import RESERVE_NAME, RecordSlot
+from a2rl.recording import CodeRecorder, read_snapshots, storage_failure
+from a2rl.recording._closing import INODE_RESERVE, RESERVE_NAME, RecordSlot
 from a2rl.runner import RunRecord
 from conftest import REPO, TINY_TASK
 
@@ -134,6 +135,49 @@ def test_record_slot_writes_elsewhere_when_the_filesystem_is_read_only(
     assert slot.fallback is not None and slot.fallback.is_relative_to(a2rl_home)
     assert json.loads(slot.fallback.read_text()) == {"status": "failed"}
     assert "runs repair" in capsys.readouterr().err
+
+
+# -- the code snapshot on a filesystem out of inodes ---------------------------------------------
+
+def _snapshot_names(run_dir: Path, commit: str) -> list[str]:
+    """The paths of a snapshot as the analysis lists them (`git ls-tree -z`)."""
+    out = subprocess.run(["git", f"--git-dir={run_dir / 'code-history.git'}", "ls-tree", "-r", "-z",
+                          "--name-only", commit], capture_output=True, check=True).stdout
+    return [n for n in out.decode().split("\0") if n]
+
+
+def _snapshot_text(run_dir: Path, commit: str, name: str) -> str:
+    """One file of a snapshot as the analysis reads it (`git show commit:name`)."""
+    return subprocess.run(["git", f"--git-dir={run_dir / 'code-history.git'}", "show",
+                           f"{commit}:{name}"], capture_output=True, check=True, text=True).stdout
+
+
+def test_a_snapshot_of_more_files_than_free_inodes_is_taken(small_fs: Callable[..., Path]) -> None:
+    """The workspace holds hundreds of files and the filesystem 8 free inodes: the snapshot is
+    one pack, taken in full, and the analysis's readers see every file."""
+    fs = small_fs(size="16m", inodes=600)
+    run_dir, workspace = fs / "run", fs / "run" / "workspace"
+    (workspace / "code").mkdir(parents=True)
+    (workspace / "code" / "train.py").write_text("from trl import SFTTrainer\n")
+    recorder = CodeRecorder(run_dir, workspace)
+    recorder.snapshot("s0001", 1.0)
+    filled = _fill_inodes(workspace / "code")
+    for n in range(8):  # what the harness holds back for its closing steps, in small
+        (workspace / "code" / f"f{n}").unlink()
+    assert filled > 400 and os.statvfs(fs).f_ffree <= 8
+    snap = recorder.snapshot("final", 2.0)
+    names = _snapshot_names(run_dir, snap.commit)
+    last = f"code/f{filled - 1}"
+    assert snap.files == filled - 8 + 1 == len(names) - 1  # all but LARGE_FILES.json
+    assert last in names and last in snap.changed and "code/f0" not in names
+    assert _snapshot_text(run_dir, snap.commit, "code/train.py") == "from trl import SFTTrainer\n"
+    assert _snapshot_text(run_dir, snap.commit, last) == ""
+    assert [s.tag for s in read_snapshots(run_dir)] == ["s0001", "final"]
+    _fill_inodes(workspace)  # not one inode left: the failure is the storage's, as the recorder
+    with pytest.raises(OSError) as refused:  # reports it (no git traceback)
+        recorder.snapshot("t0001", 3.0)
+    assert storage_failure(refused.value), refused.value
+    assert [s.tag for s in read_snapshots(run_dir)] == ["s0001", "final"]
 
 
 # -- whole runs -------------------------------------------------------------------------------
@@ -281,10 +325,10 @@ def test_sigterm_while_the_close_is_stuck_closes_the_record(
 def test_out_of_inodes_the_agent_s_last_records_are_still_written(
         small_fs: Callable[..., Path], harness: Callable[..., Harness]) -> None:
     """The agent takes every inode of the filesystem its run lies on. Once it is gone the
-    harness gives the inodes it held back to the closing steps: the exec trace and the analysis
-    are written and the run closes as the agent ended it. The last code snapshot, which needs
-    an inode per file of the workspace (here over a thousand), is named in the record as not
-    taken, with the reason."""
+    harness gives the inodes it held back to the closing steps: the exec trace, the last code
+    snapshot and the analysis are written and the run closes as the agent ended it. The
+    snapshot is one pack whatever the number of files (here over a thousand, more than the
+    inodes held back), and it holds them all."""
     fs = small_fs(size="96m", inodes=2048)
     h = harness(fs / "runs", _agent("storage_agent.py", "inodes"))
     code = h.wait()
@@ -298,11 +342,12 @@ def test_out_of_inodes_the_agent_s_last_records_are_still_written(
     if rec.exec_traced:  # strace present and able to follow the sandbox
         execs = [json.loads(x) for x in (run_dir / "agent" / "exec.jsonl").read_text().splitlines()]
         assert any("agent.py" in e["argv"] for e in execs), execs
-    history = run_dir / "code-history.jsonl"
-    tags = [json.loads(x)["tag"] for x in history.read_text().splitlines()] \
-        if history.exists() else []
-    assert "final" in tags or (
-        "the final code snapshot was not taken: the run directory's storage refused a write"
-        in (rec.error or "")), (tags, rec.error)
+    final = [s for s in read_snapshots(run_dir) if s.tag == "final"]
+    assert len(final) == 1 and "code snapshot" not in (rec.error or ""), (final, rec.error)
+    names = _snapshot_names(run_dir, final[0].commit)
+    assert len([n for n in names if n.startswith("fill/")]) > INODE_RESERVE
+    assert final[0].files == len(names) - 1  # all but LARGE_FILES.json
+    assert _snapshot_text(run_dir, final[0].commit, "agent.py") == \
+        (run_dir / "workspace" / "agent.py").read_text()
     assert (run_dir / "analysis.json").is_file() and (run_dir / "summary.md").is_file()
     assert not (run_dir / ".closing-inodes").exists()

@@ -70,12 +70,12 @@ def test_folder_swapped_for_a_link_during_the_walk_stays_inside(ws_and_run, monk
     real_capture = _snapshots.CodeRecorder._capture
     swapped = []
 
-    def capture(self, dir_fd, name, rel, large):
+    def capture(self, dir_fd, name, rel, *rest):
         if name == "train.py" and not swapped:
             os.rename(ws / "src", ws / "src-old")
             os.symlink(secret.parent / "src-evil", ws / "src")
             swapped.append(1)
-        return real_capture(self, dir_fd, name, rel, large)
+        return real_capture(self, dir_fd, name, rel, *rest)
 
     monkeypatch.setattr(_snapshots.CodeRecorder, "_capture", capture)
     CodeRecorder(run, ws).snapshot("t0001", 1.0)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from a2rl.recording import parse_egress_trace, read_exec_events
 from a2rl.records import ExecEvent, Finding
 
 LLM_API_HOSTS = (
@@ -45,16 +46,9 @@ _SLACK_S = 0.001
 _CONCURRENT_S = 0.05
 """Other connects this close before an accept make the match ambiguous (said in the finding)."""
 
-_CONNECT = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+connect\(\d+, \{sa_family=AF_INET6?, "
-                      r"sin6?_port=htons\((\d+)\)")
 # The bridge's Unix socket for the proxy's port (`/run/a2rl-net/<port>.sock`): connectable from
 # inside, so a program may reach the proxy without the TCP listener.
-_CONNECT_UNIX = re.compile(r'^(\d+)\s+(\d+\.\d+)\s+connect\(\d+, \{sa_family=AF_UNIX, '
-                           r'sun_path="[^"]*/(\d+)\.sock"')
-# The child's id as the tracer sees it: strace prints the id in the sandbox's own PID namespace
-# and, with --pidns-translation, the tracer's in a comment; only the latter names a traced pid.
-_CHILD = re.compile(r"^(\d+)\s+\d+\.\d+\s+(?:clone3?|v?fork)\(.*\)\s+=\s+\d+ "
-                    r"/\* (\d+) in strace's PID NS \*/")
+_BRIDGE_SOCKET = re.compile(r"/([0-9]+)\.sock\Z")
 _PYTHON = re.compile(r"^python[\d.]*$")
 
 
@@ -106,19 +100,18 @@ class _Trace:
     """The raw exec log's processes in epoch time: exec images by pid, parents, connects."""
 
     def __init__(self, text: str) -> None:
-        from a2rl.recording import join_unfinished, parse_exec_log
-
-        self.images = {e.pid: e for e in parse_exec_log(text, 0.0)}
+        trace = parse_egress_trace(text, 0.0)
+        self.images = {e.pid: e for e in trace.programs}
         self.parent: dict[int, int] = {}
+        for spawn in trace.spawns:
+            self.parent.setdefault(spawn.child, spawn.parent)
         self.connects: list[tuple[float, int, int]] = []  # (time, tid, port)
         unix: list[tuple[float, int, int]] = []
-        for line in join_unfinished(text):
-            if m := _CONNECT.match(line):
-                self.connects.append((float(m[2]), int(m[1]), int(m[3])))
-            elif m := _CONNECT_UNIX.match(line):
-                unix.append((float(m[2]), int(m[1]), int(m[3])))
-            elif m := _CHILD.match(line):
-                self.parent.setdefault(int(m[2]), int(m[1]))
+        for c in trace.connects:
+            if c.port is not None:
+                self.connects.append((c.t_s, c.pid, c.port))
+            elif c.socket_path is not None and (m := _BRIDGE_SOCKET.search(c.socket_path)):
+                unix.append((c.t_s, c.pid, int(m[1])))
         self.connects.sort()
         self.connects = sorted(self.connects + self._clients_of_socket(sorted(unix)))
 
@@ -185,8 +178,6 @@ def _show(ev: ExecEvent) -> str:
 
 def attribute(run_dir: Path, *, driver_base_url: str | None = None) -> list[Connection] | None:
     """Every logged proxy connection with its process; None when the run has no proxy log."""
-    from a2rl.recording import read_exec_events
-
     lines = _proxy_lines(run_dir / "agent" / "network.jsonl")
     if not lines:
         return None

@@ -26,10 +26,16 @@ from a2rl.recording._cost import (
     visible_gpus,
 )
 from a2rl.recording._exec_trace import (
+    Connect,
+    EgressTrace,
     ExecEvent,
     ExecLogReader,
-    join_unfinished,
+    FileOpen,
+    Spawn,
+    exec_log_t0,
+    parse_egress_trace,
     parse_exec_log,
+    parse_file_opens,
     read_exec_events,
 )
 from a2rl.recording._provenance import data_fingerprint, version_line
@@ -46,8 +52,9 @@ __all__ = [
     "close_cost", "data_fingerprint", "disk_bytes", "driver_model", "eval_gpu_hours", "evaluation_gpus",
     "gpu_hours",
     "llm_spend", "unpriced_tail", "version_line", "visible_gpus",
-    "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "ExecEvent", "ExecLogReader", "RecordSlot",
-    "Snapshot", "free_inodes", "INODE_RESERVE",
-    "bounded_close", "diff_stat", "join_unfinished", "parse_exec_log", "read_artifacts",
+    "ArtifactEntry", "ArtifactIndexer", "CodeRecorder", "Connect", "EgressTrace", "ExecEvent",
+    "ExecLogReader", "FileOpen", "RecordSlot", "Spawn", "exec_log_t0", "parse_egress_trace",
+    "parse_file_opens", "Snapshot", "free_inodes", "INODE_RESERVE",
+    "bounded_close", "diff_stat", "parse_exec_log", "read_artifacts",
     "read_exec_events", "read_parent", "read_snapshots", "snapshot_files", "storage_failure",
 ]
