@@ -339,7 +339,7 @@ def test_turn_phases_and_usage_from_the_event_log(tmp_path: Path) -> None:
 
 
 def test_parser_report_warnings_reach_analysis_json(tmp_path: Path) -> None:
-    from a2rl.analysis._analyze import parse_warnings
+    from a2rl.analysis._run_evidence import parse_warnings
 
     agent = tmp_path / "agent"
     agent.mkdir()
@@ -439,12 +439,12 @@ def test_summary_reads_as_prose_and_a_refused_path_is_not_a_training_failure(tmp
 def test_training_size_and_steps_are_what_the_training_recorded() -> None:
     """A time-limited run stops before its planned steps: the steps it reached and the rows it
     trained on (saved with the model) are what the summary reports, not the arguments."""
-    from a2rl.analysis._analyze import _args_config
+    from a2rl.analysis._train_config import args_config
 
     saved = {"lr": 1e-4, "steps": 60, "max_train": 0, "step": 26, "examples": 1952}
     files = {"output/rft/c1/a2rl_train_args.json": json.dumps(saved)}
-    config = _args_config(files, "output/rft/c1")
+    config = args_config(files, "output/rft/c1")
     assert (config["steps"], config["data_size"], config["lr"]) == (26, 1952, 1e-4)
     # without a record of what was done, the arguments stay (0 = "all rows" is no size)
     files = {"output/v1/a2rl_train_args.json": json.dumps({"steps": 60, "max_train": 0})}
-    assert _args_config(files, "output/v1") == {"steps": 60}
+    assert args_config(files, "output/v1") == {"steps": 60}

@@ -4,7 +4,7 @@ between data the agent produced and the held-out items. Findings never change a 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,23 +34,25 @@ def privileged_patterns(task: str) -> tuple[str, ...]:
         return ()
 
 
-def _grep(files: dict[str, str], patterns: list[str]) -> list[str]:
+def _grep(files: Mapping[str, str | Iterable[str]], patterns: list[str]) -> list[str]:
+    """Lines matching any pattern, as `path:line: text`; a file is its text or its lines."""
     hits: list[str] = []
     compiled = [re.compile(p, re.M) for p in patterns]
-    for path, text in sorted(files.items()):
-        for lineno, line in enumerate(text.splitlines(), 1):
+    for path, text in sorted(files.items(), key=lambda item: item[0]):
+        for lineno, line in enumerate(text.splitlines() if isinstance(text, str) else text, 1):
             if any(c.search(line) for c in compiled):
                 hits.append(f"{path}:{lineno}: {line.strip()[:160]}")
     return hits
 
 
-def audit(*, task: str, code: dict[str, str], transcript: str, grader_log: str,
+def audit(*, task: str, code: dict[str, str], transcript: str | Iterable[str], grader_log: str,
           rejected_errors: list[str], base_copies: list[str], data_texts: dict[str, str],
           heldout: list[dict[str, Any]], train_texts: dict[str, str] | None = None,
           seen: set[str] | None = None, near_copies: dict[str, int] | None = None
           ) -> list[Finding]:
-    """`near_copies`: submitted folders whose tensors equal the base model's up to that many
-    units in the last place (see near_base_copy); with `base_copies` they are base copies."""
+    """`transcript`: its text, or its lines (iterated once per pattern list, so a long one is
+    streamed). `near_copies`: submitted folders whose tensors equal the base model's up to that
+    many units in the last place (see near_base_copy); with `base_copies` they are base copies."""
     findings: list[Finding] = []
     scripts = {p: t for p, t in code.items() if p.endswith((".py", ".sh", ".ipynb"))}
     if (patterns := privileged_patterns(task)) and (hits := _grep(scripts, list(patterns))):

@@ -130,10 +130,10 @@ def show_run(record: RunRecord, console: Console, run_dir: Path | None = None) -
     console.print(head)
     if analysis is not None and analysis.findings:
         findings = Table(title="audit findings")
-        for col in ("severity", "finding", "evidence"):
+        for col in ("severity", "basis", "finding", "evidence"):
             findings.add_column(col, overflow="fold")
-        for f in analysis.findings:
-            findings.add_row(safe(f.severity), safe(f"{f.kind}: {f.message}"),
+        for f in sorted(analysis.findings, key=lambda f: f.kind):  # a question's answers together
+            findings.add_row(safe(f.severity), safe(f.basis), safe(f"{f.kind}: {f.message}"),
                              safe("; ".join(f.evidence[:3])[:300]))
         console.print(findings)
     if record.submissions:
@@ -194,7 +194,7 @@ def final_line(record: RunRecord) -> str:
 
 
 def list_runs(runs_dir: Path, console: Console) -> None:
-    from a2rl.runner import load_run
+    from a2rl.records import load_run
 
     table = Table(title=f"runs in {safe(runs_dir)}")
     # a run id is copied into `a2rl runs show/rm`: never wrapped, whatever the width

@@ -10,7 +10,9 @@ PostTrainBench (aisa-group/PostTrainBench, src/run_task.sh) writes one folder pe
 - `task/`: the agent's working folder at the end (its scripts, timer.sh, evaluate.py);
 - `final_model/` and `metrics.json`, the score of the final model on the held-out benchmark
   (evaluated once, after the agent stopped);
-- `contamination_judgement.txt`, `disallowed_model_judgement.txt`: the harness's own judges.
+- the harness's own judges' verdicts: `judgement_<judge>[_rerun].json` (and
+  `judgement_multi_runs/`), or in older folders `contamination_judgement.txt` and
+  `disallowed_model_judgement.txt` (`_posttrainbench_verdicts`: imported as findings).
 There is one submission (the final model): PostTrainBench has no grader the agent can query.
 """
 
@@ -37,6 +39,7 @@ from a2rl.importers._common import (
     write_events,
     write_transcript,
 )
+from a2rl.importers._posttrainbench_verdicts import read_verdicts
 from a2rl.importers._source import MAX_JSON_BYTES, MAX_NOTE_BYTES, MAX_STREAM_BYTES, Source
 from a2rl.records import (
     ImportInfo,
@@ -211,6 +214,8 @@ def _fill(folder: Path, src: Source, run_dir: Path, runs_dir: Path, *, args: dic
     for name in ("contamination_judgement.txt", "disallowed_model_judgement.txt"):
         if (note := src.read_text(name, MAX_NOTE_BYTES, "the harness's verdicts")) is not None:
             notes[name] = note[:2000]
+    verdicts, verdict_problems = read_verdicts(folder, src, notes)
+    unrecovered += [f"a verdict of PostTrainBench's judges: {p}" for p in verdict_problems]
     budget = hours * 3600 if hours else (agent_s or 0.0)
     record = RunRecord(
         run_id=run_id, status="finished", created_at=start or utcnow(),
@@ -234,7 +239,7 @@ def _fill(folder: Path, src: Source, run_dir: Path, runs_dir: Path, *, args: dic
                             reconstructed=reconstructed + [
                                 "sandboxed: PostTrainBench runs the agent in an apptainer "
                                 "container (isolation as that harness enforces it)"],
-                            harness_notes=notes))
+                            harness_notes=notes, verdicts=verdicts))
     if score is not None:
         from a2rl.records import BestSoFar
 

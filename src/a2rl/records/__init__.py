@@ -12,12 +12,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from a2rl._errors import A2RLError
 from a2rl.records._analysis import (
     ANALYSIS_FORMAT,
     Experiment,
     FailureType,
     Finding,
     IterationSummary,
+    JudgeAnswer,
+    JudgeAsk,
+    JudgeRecord,
     ProcessMetrics,
     RunAnalysis,
     Severity,
@@ -45,7 +49,17 @@ from a2rl.records._grader import (
     SubmitResponse,
     TaskSpec,
 )
-from a2rl.records._jsonl import append_jsonl, read_json, read_jsonl, write_json
+from a2rl.records._jsonl import append_jsonl, iter_jsonl, read_json, read_jsonl, write_json
+from a2rl.records._option import (
+    Check,
+    Duration,
+    RunOption,
+    default_text,
+    duration_text,
+    matrix_key,
+    option_problem,
+    run_options,
+)
 from a2rl.records._prices import PRICES, PRICES_DATE, Price, model_key, price_for
 from a2rl.records._run import (
     RUN_FORMAT,
@@ -116,6 +130,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "baseline": (BaselineRecord, "baseline.json and the baseline cache"),
     "evaluation-job": (EvalJob, "job.json of an evaluation folder"),
     "analysis": (RunAnalysis, "analysis.json"),
+    "judge": (JudgeRecord, "judge.json (a2rl analyze --judge)"),
     "iteration": (IterationSummary, "summary.jsonl (one line per iteration)"),
     "agent-event": (AgentEvent, "agent/events.jsonl"),
     "exec-event": (ExecEvent, "agent/exec.jsonl"),
@@ -137,8 +152,19 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
 
 
 def load_run(run_dir: Path) -> RunRecord:
-    """run.json of a run directory, with a clear error when it is missing or malformed."""
-    return read_json(run_dir / "run.json", RunRecord)
+    """run.json of a run directory. A missing, unreadable or malformed file is an A2RLError
+    that names it and says what to do."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise A2RLError(f"{run_dir} is not a run directory: it has no file run.json",
+                        "pass a run directory (<runs dir>/<task>/<run id>) or a run id; "
+                        "`a2rl runs list` shows the runs")
+    try:
+        return read_json(path, RunRecord)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise A2RLError(f"{path} cannot be read: {exc}",
+                        "check that the file is readable and is a run record "
+                        "(`a2rl schema run` prints its format)") from exc
 
 
 def current_submissions(ledger: Path) -> list[SubmissionRecord]:
@@ -166,19 +192,24 @@ __all__ = [
     "ANALYSIS_FORMAT", "BASELINE_FORMAT", "COMPONENTS", "DATA_SOURCES", "EVAL_JOB_FORMAT",
     "JOURNAL_KINDS", "OUTPUT_CAP", "PARADIGMS", "PRICES", "PRICES_DATE", "RUN_FORMAT",
     "SCAFFOLD_FORMAT", "SCHEMAS", "SKILLS_FORMAT", "STAGE_STRUCTURES", "SUBMISSION_FORMAT",
-    "TERMINAL_STATUSES", "VALID_STATUSES", "AgentEvent", "BaselineRecord", "BestSoFar",
+    "TERMINAL_STATUSES", "VALID_STATUSES", "AgentEvent", "BaselineRecord", "BestSoFar", "Check",
     "CheckpointEvent", "CheckpointOutcome", "Component", "CreatedSkill", "DataSource", "Decision",
-    "EngineInfo", "EngineRequest", "EvalJob", "EvaluatorReport", "EventKind", "ExecEvent",
+    "Duration", "EngineInfo", "EngineRequest", "EvalJob", "EvaluatorReport", "EventKind",
+    "ExecEvent",
     "ExitReason", "Experiment", "FailureType", "FinalDesignation", "FinalMode", "FinalResult",
     "Finding", "ImportInfo", "ItemValues", "IterationSummary", "JournalEntry", "JournalKind",
+    "JudgeAnswer", "JudgeAsk", "JudgeRecord",
     "KeepArtifacts", "LLMCall", "LevelAdoption", "ModelInfo", "Paradigm", "ParseReport", "Plan",
     "PlanEvent", "PlanOutcome", "PlanReview", "PlanStatus", "Price", "ProcessMetrics",
-    "ProcessProof", "Provenance", "ReadSource", "RunAnalysis", "RunConfig", "RunCost", "RunRecord",
+    "ProcessProof", "Provenance", "ReadSource", "RunAnalysis", "RunConfig", "RunCost", "RunOption",
+    "RunRecord",
     "ScaffoldAnalysis", "ScaffoldConfig", "ScaffoldNotice", "Severity", "SkillConsults",
     "SkillFile", "SkillInfo", "SkillManifest", "SkillOrigin", "SkillRead", "SkillUsage", "Split",
     "StageStructure", "StatusResponse", "Strategy", "StrategyChange", "StudyRef",
     "SubmissionRecord", "SubmissionStatus", "SubmitResponse", "Suggestion", "SuggestionOutcome",
     "TaskInfo", "TaskSpec", "Timings", "TrackingConfig", "TrainOutput", "append_jsonl",
-    "best_submission", "current_submissions", "load_run", "model_key", "parse_components",
-    "price_for", "read_json", "read_jsonl", "scaffold_config", "write_json"
+    "best_submission", "current_submissions", "default_text", "duration_text", "iter_jsonl",
+    "load_run",
+    "matrix_key", "model_key", "option_problem", "parse_components", "price_for", "read_json",
+    "read_jsonl", "run_options", "scaffold_config", "write_json"
 ]

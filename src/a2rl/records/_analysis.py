@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Literal
 
 from pydantic import Field
@@ -108,9 +109,55 @@ class Finding(Record):
     """What it means, in a sentence."""
     evidence: list[str] = Field(default_factory=list)
     """The lines that showed it."""
-    basis: Literal["heuristic", "ground-truth"] = "heuristic"
+    basis: Literal["heuristic", "ground-truth", "judge", "posttrainbench"] = "heuristic"
     """heuristic: read from names in code or commands; ground-truth: measured on what ran (the
-    traced processes' connections, the submitted weights)."""
+    traced processes' connections, the submitted weights); judge: the majority of three answers
+    of a configured model that read a digest of the run (`a2rl analyze --judge`);
+    posttrainbench: a verdict PostTrainBench's own judges wrote, imported with the run."""
+
+
+class JudgeAnswer(Record):
+    """One question's answer in one ask."""
+
+    question: str
+    """Question id (contamination, model_substitution, distillation, benchmark_lookup)."""
+    verdict: Literal["yes", "no"] | None
+    """The judge's answer; None when the reply held no readable answer to this question."""
+    reason: str
+    """The judge's reason (for an unreadable answer: what was wrong with it)."""
+
+
+class JudgeAsk(Record):
+    """One of the independent asks: the judge's reply and the answers read from it."""
+
+    index: int
+    """1-based number of the ask."""
+    reply: str
+    """The judge's reply as sent (cut at 4,000 characters)."""
+    answers: list[JudgeAnswer]
+    """One answer per question, read from the reply."""
+
+
+class JudgeRecord(Record):
+    """`judge.json` of a run: what the transcript judge of the audit (`a2rl analyze --judge`)
+    was shown and what it answered, each ask apart."""
+
+    model: str
+    """The judge model's name, as sent in each request."""
+    base_url: str
+    """The OpenAI-compatible endpoint asked (never a key)."""
+    asked_at: dt.datetime
+    """When the judge was asked (UTC)."""
+    digest_sha256: str
+    """SHA-256 of the digest the judge read (the same in every ask)."""
+    digest_chars: int
+    """Length of that digest in characters."""
+    sources: list[str]
+    """What each source contributed (lines read, lines kept, characters)."""
+    questions: dict[str, str]
+    """Question id → the question as asked."""
+    asks: list[JudgeAsk]
+    """Each independent ask, in order."""
 
 
 class ProcessMetrics(Record):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,21 +21,25 @@ def read_jsonl(path: Path, model: type[M], *, skip_bad: bool = True) -> list[M]:
     """Every record of a JSONL file, in file order. A line that does not parse (a torn last line
     after a crash, or a line of another format) is skipped when `skip_bad`, else it is an error
     naming the file and the line."""
-    out: list[M] = []
+    return list(iter_jsonl(path, model, skip_bad=skip_bad))
+
+
+def iter_jsonl(path: Path, model: type[M], *, skip_bad: bool = True) -> Iterator[M]:
+    """`read_jsonl` one record at a time: a large file is never held whole."""
     with path.open(errors="replace") as fh:
         for number, raw in enumerate(fh, 1):
             raw = raw.strip()
             if not raw:
                 continue
             try:
-                out.append(model.model_validate_json(raw))
+                record = model.model_validate_json(raw)
             except ValidationError as exc:
                 if skip_bad:
                     continue
                 raise A2RLError(f"{path}:{number} is not a valid {model.__name__} record: "
                                 f"{exc.errors()[0].get('msg', exc)}",
                                 "repair or remove that line; the other lines are kept") from exc
-    return out
+            yield record
 
 
 def append_jsonl(path: Path, record: BaseModel) -> None:

@@ -225,10 +225,21 @@ def task_level(record: RunRecord) -> str | None:
 
 
 def audit_flags(analysis: RunAnalysis | None) -> list[str]:
-    """Kinds of the audit findings that mark the run (see AUDIT_FLAG_KINDS), sorted."""
+    """What marks the run, sorted: the kinds of a2rl's own audit findings (heuristic or
+    ground truth, see AUDIT_FLAG_KINDS), then `<basis>:<kind>` for each question a transcript
+    judge or another harness's judges (bases `judge`, `posttrainbench`) answered "flagged" in
+    the majority of their verdicts. Their cleared and undecided verdicts mark nothing."""
     if analysis is None:
         return []
-    return sorted({f.kind for f in analysis.findings if f.kind in AUDIT_FLAG_KINDS})
+    own = {f.kind for f in analysis.findings if f.kind in AUDIT_FLAG_KINDS
+           and f.basis in ("heuristic", "ground-truth")}
+    votes: dict[tuple[str, str], list[bool]] = {}
+    for f in analysis.findings:
+        if f.basis in ("judge", "posttrainbench"):
+            votes.setdefault((f.basis, f.kind), []).append(f.severity == "warning")
+    judged = {f"{basis}:{kind}" for (basis, kind), flagged in votes.items()
+              if 2 * sum(flagged) > len(flagged)}
+    return sorted(own) + sorted(judged)
 
 
 def token_curve(events: list[AgentEvent] | None) -> list[tuple[float, float]]:
