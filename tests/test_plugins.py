@@ -1,6 +1,6 @@
 """Plug-ins: one registry per kind (tasks, agents, sandbox backends, engines, run extensions),
 built-ins found by module, third-party ones through entry points. A package of its own
-(tests/plugins/a2rl_testplugin: a sandbox backend, an agent, a task and a run extension) is
+(tests/fixtures/plugins/a2rl_testplugin: a sandbox backend, an agent, a task and a run extension) is
 pip-installed into a temporary folder on PYTHONPATH (a2rl's environment is left as it is), and a
 whole `a2rl run` goes through its backend with its extension; the backend also meets the sandbox
 contract (the checks of test_sandbox_contract.py, run on it)."""
@@ -23,7 +23,7 @@ from a2rl._errors import A2RLError
 from a2rl.sandbox import Sandbox
 from conftest import TINY_TASK
 
-PLUGIN = Path(__file__).resolve().parent / "plugins" / "a2rl_testplugin"
+PLUGIN = Path(__file__).resolve().parent / "fixtures" / "plugins" / "a2rl_testplugin"
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
 

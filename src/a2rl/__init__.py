@@ -19,7 +19,7 @@ _EXPORTS = {
     "resolve_model": "a2rl.models",
     "Grader": "a2rl.grader", "Ledger": "a2rl.grader", "SubmissionRecord": "a2rl.grader",
     "RunConfig": "a2rl.runner", "RunRecord": "a2rl.runner", "run": "a2rl.runner",
-    "load_run": "a2rl.records",
+    "load_run": "a2rl.schema",
 }
 __all__ = ["__version__", *_EXPORTS]
 

@@ -29,7 +29,7 @@ from a2rl import __version__
 from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl._util import atomic_write_text, utcnow
-from a2rl.records import EngineInfo
+from a2rl.schema import EngineInfo
 from a2rl.tasks import EvalOutcome, StaticTextTask, Task
 
 RECORD_VERSION = "1"
@@ -301,7 +301,7 @@ def _ledger_state(run_dir: Path) -> list[dict[str, Any]]:
 
 def _rescore_eval(eval_dir: Path, run_dir: Path, stamp: str, name: str
                   ) -> tuple[Task, EvalOutcome, str]:
-    from a2rl.grader import EvalJob
+    from a2rl.schema import EvalJob
     from a2rl.tasks import predictions_from_rows, task_from_spec
 
     details = eval_dir / "details.jsonl"

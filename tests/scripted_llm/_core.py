@@ -152,7 +152,7 @@ def agent_context(root: Path, **overrides: Any) -> Any:
     """A launcher unit test's AgentContext: a fake workspace at `root/ws` holding only the two
     files a CLI prompt is built from (instructions.md, description.md)."""
     from a2rl.agents import AgentContext
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig
     from a2rl.workspace import Workspace
 
     ws = root / "ws"
@@ -181,7 +181,8 @@ def run_cli_agent(tmp_path: Path, model: Path, agent: str, base_url: str,
                   monkeypatch: pytest.MonkeyPatch, *, key_env: str,
                   driver: str = "scripted-model", **config: Any) -> tuple[Any, Path]:
     """A real run (sandboxed, tiny task) of a CLI agent driven by the scripted server."""
-    from a2rl.runner import RunConfig, run
+    from a2rl.runner import run
+    from a2rl.schema import RunConfig
     from conftest import TINY_TASK
 
     monkeypatch.setenv(key_env, FAKE_KEY)
@@ -223,7 +224,7 @@ def scripted_cli_run(root: Path, model: Path, agent: str, protocol: str,
 
 def assert_scripted_run(rec: Any, run_dir: Path, script: Script) -> list[Any]:
     """What every CLI run against the default plan must show; returns the agent events."""
-    from a2rl.agents import AgentEvent
+    from a2rl.schema import AgentEvent
 
     transcript = (run_dir / "agent" / "transcript.log").read_text()
     assert rec.status == "finished", (rec.error, transcript[-3000:])

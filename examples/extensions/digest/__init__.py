@@ -8,7 +8,7 @@ import json
 
 from a2rl._errors import A2RLError
 from a2rl.extensions import RunExtension, TaskPart, extensions
-from a2rl.records import RunConfig
+from a2rl.schema import RunConfig
 
 
 @extensions.register("digest")

@@ -5,15 +5,8 @@ import random
 from pathlib import Path
 from typing import Any, ClassVar
 
-from a2rl.tasks import (
-    GenerationSettings,
-    ItemVerdict,
-    StaticTextTask,
-    TaskParams,
-    installation_seed,
-    secret_field,
-    tasks,
-)
+from a2rl.inference import GenerationSettings
+from a2rl.tasks import ItemVerdict, StaticTextTask, TaskParams, installation_seed, secret_field, tasks
 
 TRAIN_SEED = 0
 

@@ -4,8 +4,7 @@ OpenHands)."""
 
 from a2rl.agents._agent import PASSTHROUGH_ENV, Agent, AgentContext, CommandAgent
 from a2rl.agents._cli import CLIAgent, CLIPackage, install, is_installed
-from a2rl.agents._detect import detect_cli
-from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult, usage_totals
+from a2rl.agents._events import ParseResult, usage_totals
 from a2rl.agents._registry import (
     BUILTIN_AGENTS,
     DEFAULT_AGENT,
@@ -27,12 +26,12 @@ from a2rl.agents._stream import (
     read_transcript,
     with_prompts,
 )
+from a2rl.agents._which_cli import detect_cli
 
 __all__ = [
-    "BUILTIN_AGENTS", "DEFAULT_AGENT", "PARSE_REPORT", "PASSTHROUGH_ENV", "Agent",
-    "AgentContext", "AgentEvent", "CLIAgent", "CLIPackage", "CommandAgent", "EventKind",
-    "ParseReport", "ParseResult", "agent_class", "agents", "detect_cli", "get_agent", "install",
-    "is_installed", "list_agents", "read_lines", "read_parse_report", "read_transcript",
-    "PROMPT_FILE", "cap_text", "clean_text", "jsonl_line", "log_events", "read_log_events",
-    "usage_totals", "with_prompts",
+    "BUILTIN_AGENTS", "DEFAULT_AGENT", "PARSE_REPORT", "PASSTHROUGH_ENV", "Agent", "AgentContext",
+    "CLIAgent", "CLIPackage", "CommandAgent", "ParseResult", "agent_class", "agents", "detect_cli",
+    "get_agent", "install", "is_installed", "list_agents", "read_lines", "read_parse_report",
+    "read_transcript", "PROMPT_FILE", "cap_text", "clean_text", "jsonl_line", "log_events",
+    "read_log_events", "usage_totals", "with_prompts",
 ]

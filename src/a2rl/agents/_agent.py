@@ -22,7 +22,7 @@ from a2rl.workspace import Workspace
 
 if TYPE_CHECKING:
     from a2rl.agents._events import AgentEvent
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig
 
 # Variables a user may set for the agent's tools; everything else in the harness's
 # environment (API keys of judges, the user's tokens) stays out of the sandbox.

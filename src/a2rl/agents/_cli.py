@@ -45,7 +45,7 @@ from a2rl.agents._stream import (
 )
 
 if TYPE_CHECKING:
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig
 
 SPEC_ENV = "A2RL_CLI_SESSION"
 """Environment variable that carries the session spec (JSON, base64) into the sandbox."""

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-# The records live in a2rl.records (one place for every persisted format); the launchers and
+# The records live in a2rl.schema (one place for every persisted format); the launchers and
 # their parsers use them from here.
-from a2rl.records import AgentEvent, EventKind, ParseReport
+from a2rl.schema import AgentEvent, EventKind, ParseReport
 
 __all__ = ["AgentEvent", "EventKind", "ParseReport", "ParseResult", "usage_totals"]
 

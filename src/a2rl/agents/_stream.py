@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from a2rl.agents._events import AgentEvent, EventKind, ParseReport, ParseResult
-from a2rl.records import OUTPUT_CAP
+from a2rl.schema import OUTPUT_CAP
 
 HARNESS_KEY = "a2rl_session"
 """The key of a2rl's own transcript lines (`a2rl.agents._cli_session.note`)."""

@@ -14,16 +14,10 @@ from a2rl.analysis._live_phase import PhaseNow, phase_so_far
 from a2rl.analysis._markdown import render_markdown
 from a2rl.analysis._methods import route_of, training_kind
 from a2rl.analysis._phases import PHASES, span_union
-from a2rl.analysis._script_reader import analyse_script
-from a2rl.records import (
-    Experiment,
-    Finding,
-    IterationSummary,
-    ProcessMetrics,
-    RunAnalysis,
-)
+from a2rl.analysis._script_reader import analyze_script
 
-__all__ = ["PHASES", "CommandReader", "Detection", "Experiment", "Finding", "IterationBuilder",
-           "IterationSummary", "LiveSummary", "PhaseNow", "ProcessMetrics", "RunAnalysis",
-           "analyse_script", "analyze_run", "ask_judge", "contamination", "judge_settings",
-           "phase_so_far", "render_markdown", "route_of", "span_union", "training_kind"]
+__all__ = [
+    "PHASES", "CommandReader", "Detection", "IterationBuilder", "LiveSummary", "PhaseNow",
+    "analyze_script", "analyze_run", "ask_judge", "contamination", "judge_settings", "phase_so_far",
+    "render_markdown", "route_of", "span_union", "training_kind",
+]

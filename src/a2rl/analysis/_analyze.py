@@ -28,8 +28,8 @@ from a2rl.analysis._run_evidence import parse_warnings
 from a2rl.analysis._trained_data import train_visible, trained_texts
 from a2rl.analysis._transcript_lines import executed_scripts
 from a2rl.analysis._verdicts import recorded_verdicts
-from a2rl.recording import read_artifacts, read_snapshots, snapshot_files
-from a2rl.records import (
+from a2rl.capture import read_artifacts, read_snapshots, snapshot_files
+from a2rl.schema import (
     ExecEvent,
     FailureType,
     Finding,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from a2rl._errors import A2RLError
 from a2rl._walk import read_text_files
 from a2rl.analysis._trained_data import TEXT_SUFFIXES, is_model_file
-from a2rl.records import Finding
+from a2rl.schema import Finding
 
 # Anything that points at harness state outside the workspace.
 HARNESS_PROBES = [r"ledger\.jsonl", r"\brun\.json\b", r"baseline\.json", r"\.cache/a2rl",

@@ -24,7 +24,7 @@ from a2rl.analysis._configs import (
 from a2rl.analysis._detection import Detection, ModuleReader, decide_peft
 from a2rl.analysis._launchers import Launch, flag_dict, flag_value, parse_launch
 from a2rl.analysis._methods import TRAINING, entry_module_method
-from a2rl.analysis._script_reader import analyse_script
+from a2rl.analysis._script_reader import analyze_script
 from a2rl.analysis._settings import Settings
 from a2rl.analysis._shell_commands import script_commands, simple_commands, split_line
 
@@ -101,9 +101,9 @@ class CommandReader:
     def script(self, path: str, args: list[str]) -> Detection:
         key = path
         if key not in self._cache:
-            self._cache[key] = analyse_script(
+            self._cache[key] = analyze_script(
                 path, self.files[path], read_module=self.module_reader(path),
-                analyse_command=self._nested, cache=self._cache, settle=False)
+                analyze_command=self._nested, cache=self._cache, settle=False)
         found = self._cache[key]
         if found.dispatch:
             found = self._for_run(path, found, args)
@@ -173,8 +173,8 @@ class CommandReader:
         settings = Settings(flags=flag_dict(args), overrides=overrides(args),
                             configs=configs or self._script_configs(path, found, args),
                             defaults=found.flag_defaults)
-        return analyse_script(path, self.files[path], read_module=self.module_reader(path),
-                              analyse_command=self._nested, cache={}, settle=False,
+        return analyze_script(path, self.files[path], read_module=self.module_reader(path),
+                              analyze_command=self._nested, cache={}, settle=False,
                               settings=settings)
 
     def _script_configs(self, path: str, d: Detection, args: list[str] | None = None
@@ -268,8 +268,8 @@ class CommandReader:
                 src = cell.get("source", "")
                 text = "".join(src) if isinstance(src, list) else str(src)
                 code += [ln for ln in text.splitlines() if not ln.lstrip().startswith(("%", "!"))]
-        found = analyse_script(path, "\n".join(code), read_module=self.module_reader(path),
-                               analyse_command=self._nested, cache=self._cache, settle=False)
+        found = analyze_script(path, "\n".join(code), read_module=self.module_reader(path),
+                               analyze_command=self._nested, cache=self._cache, settle=False)
         return found
 
     def _nested(self, command: str) -> Detection | None:
@@ -277,12 +277,12 @@ class CommandReader:
             return None
         self._depth += 1
         try:
-            return self.analyse(command)
+            return self.analyze(command)
         finally:
             self._depth -= 1
 
     # ---- commands --------------------------------------------------------------------------
-    def analyse(self, command: str) -> Detection | None:
+    def analyze(self, command: str) -> Detection | None:
         """What a command line trains (None: it launches nothing we can read). Several training
         launches in one line are merged."""
         return self._combine(simple_commands(command))
@@ -290,7 +290,7 @@ class CommandReader:
     def _combine(self, commands: list[list[str]]) -> Detection | None:
         found: Detection | None = None
         for argv in commands:
-            d = self.analyse_argv(argv)
+            d = self.analyze_argv(argv)
             if d is None:
                 continue
             if found is None or d.trains and not found.trains:
@@ -299,21 +299,21 @@ class CommandReader:
                 found.merge(d)
         return found.settle() if found is not None else None
 
-    def analyse_argv(self, argv: list[str]) -> Detection | None:
+    def analyze_argv(self, argv: list[str]) -> Detection | None:
         key = tuple(argv)
         if key not in self._argv_cache:  # traces repeat the same commands many times
             launch = parse_launch(argv)
-            found = None if launch is None else self.analyse_launch(launch)
+            found = None if launch is None else self.analyze_launch(launch)
             self._argv_cache[key] = found.settle() if found is not None else None
         return self._argv_cache[key]
 
-    def analyse_launch(self, launch: Launch) -> Detection | None:
+    def analyze_launch(self, launch: Launch) -> Detection | None:
         lc = launch.launcher
         args = launch.args
         if launch.inline is not None:
             if lc == "bash":
                 return self._nested(launch.inline)
-            d = analyse_script("<python -c>", launch.inline, analyse_command=self._nested)
+            d = analyze_script("<python -c>", launch.inline, analyze_command=self._nested)
             return d if d.methods or d.trains else None
         if lc in ("python", "torchrun", "deepspeed", "accelerate"):
             if launch.module:

@@ -1,4 +1,4 @@
-"""Data source d of a training experiment (paper B: curated, self-generated, mixed), from the
+"""Data source d of a training experiment (the trajectory study: curated, self-generated, mixed), from the
 data its script reads and the scripts of the run that wrote that data.
 
 Data the task gave (its data folder, a hub dataset id) and data another script derived from it

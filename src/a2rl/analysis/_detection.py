@@ -14,7 +14,7 @@ from a2rl.analysis._methods import TRAINING, Kind, Route, labels, primary_method
 if TYPE_CHECKING:
     from a2rl.analysis._settings import FlagDefaults, Settings
 
-CommandAnalyser = Callable[[str], "Detection | None"]
+CommandAnalyzer = Callable[[str], "Detection | None"]
 ModuleReader = Callable[[str, str], "tuple[str, str] | None"]
 """(dotted module, importing file) -> (path, source) of a workspace module; leading dots mark
 a relative import."""
@@ -25,7 +25,7 @@ class Detection:
     """What one script, config or command trains."""
 
     path: str
-    """The script, config or command analysed."""
+    """The script, config or command analyzed."""
     methods: set[str] = field(default_factory=set)
     """Methods found (see a2rl.analysis._methods.METHODS)."""
     evidence: dict[str, list[str]] = field(default_factory=dict)

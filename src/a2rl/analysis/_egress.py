@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from a2rl.recording import parse_egress_trace, read_exec_events
-from a2rl.records import ExecEvent, Finding
+from a2rl.capture import parse_egress_trace, read_exec_events
+from a2rl.schema import ExecEvent, Finding
 
 LLM_API_HOSTS = (
     "api.openai.com", "*.openai.azure.com", "api.anthropic.com",
@@ -243,7 +243,7 @@ def _by_overlap(events: list[ExecEvent], accepted: float, t0: float | None,
     else the agent's start as run.json records it). One program other than the top-level
     command: that one."""
     if t0 is None:
-        from a2rl.records import RunRecord
+        from a2rl.schema import RunRecord
 
         try:
             run = RunRecord.model_validate_json((run_dir / "run.json").read_text())

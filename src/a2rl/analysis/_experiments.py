@@ -13,8 +13,8 @@ from a2rl.analysis._launchers import launched_file
 from a2rl.analysis._methods import labels, primary_method
 from a2rl.analysis._run_evidence import SlimAgentEvent
 from a2rl.analysis._shell_commands import simple_commands
-from a2rl.recording import ArtifactEntry
-from a2rl.records import ExecEvent, Experiment
+from a2rl.capture import ArtifactEntry
+from a2rl.schema import ExecEvent, Experiment
 
 _OUT_FLAGS = ("--out", "--output", "--output_dir", "--output-dir", "--save_dir", "--save-dir", "-o",
               "--save_path", "--save-path", "--out_dir", "--out-dir")
@@ -122,7 +122,7 @@ def training_launches(labelled: list[tuple[ExecEvent, str]], reader: CommandRead
     for ev, phase in labelled:
         if phase not in ("SFT", "RL"):
             continue
-        found = reader.analyse_argv(ev.argv)
+        found = reader.analyze_argv(ev.argv)
         if found is not None and found.trains:
             out.append((ev, found))
     return out
@@ -158,7 +158,7 @@ def transcript_experiments(events: list[SlimAgentEvent], reader: CommandReader, 
         if ev.kind != "command" or not ev.command:
             continue
         for argv in simple_commands(ev.command):
-            found = reader.analyse_argv(argv)
+            found = reader.analyze_argv(argv)
             if found is None or not found.trains:
                 continue
             out.append(_experiment(found, start=ev.t_s, end=ev.end_s, exit_code=ev.exit_code,

@@ -15,8 +15,8 @@ from a2rl.analysis._run_evidence import AgentLog, read_agent_log, workspace_file
 from a2rl.analysis._shell_commands import simple_commands
 from a2rl.analysis._train_config import args_config, saved_data_source, script_config
 from a2rl.analysis._transcript_lines import TranscriptLines, executed_scripts
-from a2rl.recording import diff_stat, parse_exec_log, read_exec_events, read_snapshots, snapshot_files
-from a2rl.records import ExecEvent, FailureType, IterationSummary, SubmissionRecord
+from a2rl.capture import diff_stat, parse_exec_log, read_exec_events, read_snapshots, snapshot_files
+from a2rl.schema import ExecEvent, FailureType, IterationSummary, SubmissionRecord
 
 
 def training_excerpt(path: str, source: str, found: Detection, *, before: int = 3,
@@ -80,7 +80,7 @@ class IterationBuilder:
         self.methods_by_path: dict[str, set[str]] = {}
         self.trained_by_path: dict[str, bool] = {}
         self.data_by_path: dict[str, str] = {}
-        self._analysed: dict[tuple[str, str], Detection] = {}
+        self._analyzed: dict[tuple[str, str], Detection] = {}
         self._prev_commit: str | None = None
         self._agent_log: AgentLog | None = None
         self._fallback: dict[str, str] | None = None
@@ -135,12 +135,12 @@ class IterationBuilder:
             if tuple(argv) in seen:
                 continue
             seen.add(tuple(argv))
-            found = reader.analyse_argv(argv)
+            found = reader.analyze_argv(argv)
             if found is None:
                 continue
             for path in command_files(argv, reader):
                 ran.add(path)
-                self._analysed.setdefault((path, files[path]), found)
+                self._analyzed.setdefault((path, files[path]), found)
             if found.trains or found.methods - {"PEFT"}:
                 methods |= found.methods
             trained |= found.trains
@@ -174,7 +174,7 @@ class IterationBuilder:
             self._prev_commit = snap.commit
         excerpt = None
         for path in ran:
-            found = self._analysed.get((path, files[path]))
+            found = self._analyzed.get((path, files[path]))
             if found and found.trains and path.endswith(".py"):
                 excerpt = training_excerpt(path, files[path], found)
                 break

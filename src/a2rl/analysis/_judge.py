@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from a2rl._util import atomic_write_text, utcnow
 from a2rl._walk import read_text_files
-from a2rl.records import JudgeAnswer, JudgeAsk, JudgeRecord
+from a2rl.schema import JudgeAnswer, JudgeAsk, JudgeRecord
 
 if TYPE_CHECKING:
     from a2rl.tasks import JudgeClient, JudgeSettings

@@ -18,8 +18,8 @@ from pathlib import Path
 from a2rl._walk import read_text_files
 from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._phases import _PRIORITY, PHASES, phase_times, turn_phases
-from a2rl.recording import ExecLogReader
-from a2rl.records import AgentEvent, ExecEvent
+from a2rl.capture import ExecLogReader
+from a2rl.schema import AgentEvent, ExecEvent
 
 _TEXT = (".py", ".sh", ".yaml", ".yml", ".json", ".toml", ".cfg")
 _MAX_FILES = 2000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from a2rl.records import IterationSummary, RunAnalysis
+from a2rl.schema import IterationSummary, RunAnalysis
 
 
 def hms(seconds: float | None) -> str:

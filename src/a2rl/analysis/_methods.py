@@ -2,7 +2,7 @@
 
 A method name comes from evidence (a trainer class, a config key, a CLI entry point); this
 module only says which family each method belongs to and how families map onto the paper's
-route labels and paper B's strategy k.
+route labels and the trajectory study's strategy k.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def route_of(methods: set[str], *, trained: bool, copy: bool) -> Route:
 
 
 def training_kind(methods: set[str]) -> Kind:
-    """Strategy k of paper B for one experiment that trained (see `labels`)."""
+    """Strategy k of the trajectory study for one experiment that trained (see `labels`)."""
     kind = labels(methods, trained=True)[1]
     assert kind is not None  # trained=True always has an objective
     return kind

@@ -1,4 +1,4 @@
-"""Phase of each program the agent ran and of each model turn, and time per phase (paper B's
+"""Phase of each program the agent ran and of each model turn, and time per phase (the trajectory study's
 phase labels).
 
 Labels come from what ran: the launch form and the script or config it ran (read by
@@ -18,7 +18,7 @@ from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._launchers import launched_file, parse_launch
 from a2rl.analysis._run_evidence import SlimAgentEvent
 from a2rl.analysis._shell_commands import simple_commands
-from a2rl.records import AgentEvent, ExecEvent
+from a2rl.schema import AgentEvent, ExecEvent
 
 PHASES = ("exploration", "data/setup", "SFT", "RL", "evaluation", "debugging", "journal/skill",
           "checkpoint/waiting")
@@ -72,7 +72,7 @@ def argv_phase(argv: list[str], reader: CommandReader, failed_before: set[str]) 
         return "checkpoint/waiting"
     launcher = launch.launcher
     if launcher in _LAUNCHERS or name.startswith("python"):
-        found = reader.analyse_argv(launch.argv)
+        found = reader.analyze_argv(launch.argv)
         if found is not None and found.trains:
             return "RL" if found.kind == "RL" else "SFT"
         target = launch.script or launch.module or ""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from a2rl._walk import read_text_files
-from a2rl.records import AgentEvent, EventKind, iter_jsonl
+from a2rl.schema import AgentEvent, EventKind, iter_jsonl
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "main_input_tokens", "main_output_tokens",
                "cost_usd")

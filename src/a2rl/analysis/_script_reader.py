@@ -10,7 +10,7 @@ Evidence, in order of strength:
   generations with a reward, chosen/rejected log-probabilities, a teacher's logits) names the
   method;
 - a training command the script starts (`subprocess.run(["llamafactory-cli", "train", …])`);
-- a trainer class written in the analysed code itself (a framework's own `SFTTrainer` with a
+- a trainer class written in the analyzed code itself (a framework's own `SFTTrainer` with a
   `fit()` that updates parameters or builds a loss named after its method: `sft_loss`,
   `DPOLoss`, `PolicyLoss`), constructed and launched.
 What the code computes outranks what it is called: a trainer's loss (and whether a teacher model
@@ -44,7 +44,7 @@ import re
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from a2rl.analysis._detection import CommandAnalyser, Detection, ModuleReader, decide_peft
+from a2rl.analysis._detection import CommandAnalyzer, Detection, ModuleReader, decide_peft
 from a2rl.analysis._methods import TRAINING, primary_method
 from a2rl.analysis._objectives import loop_objective
 from a2rl.analysis._peft_sites import PEFT_CALLS, PeftSites
@@ -213,7 +213,7 @@ class ScriptReader(TrainerClasses, PeftSites):
 
     def _subprocess(self, node: ast.Call, chain: list[str], line: int) -> None:
         """A training command started from the script (subprocess, os.system)."""
-        if self.analyse_command is None or self.depth > 2:
+        if self.analyze_command is None or self.depth > 2:
             return
         q = self.qualified(chain) or ".".join(chain)
         if not re.search(r"(subprocess\.(run|Popen|call|check_call|check_output)|os\.system|"
@@ -225,7 +225,7 @@ class ScriptReader(TrainerClasses, PeftSites):
         if not parts:
             return
         command = parts[0] if len(parts) == 1 else " ".join(parts)
-        sub = self.analyse_command(command)
+        sub = self.analyze_command(command)
         if sub is not None and sub.trains:
             for method, whys in sub.evidence.items():
                 for why in whys:
@@ -393,8 +393,8 @@ class ScriptReader(TrainerClasses, PeftSites):
         return None
 
 
-def analyse_script(path: str, source: str, *, read_module: ModuleReader | None = None,
-                   analyse_command: CommandAnalyser | None = None, depth: int = 0,
+def analyze_script(path: str, source: str, *, read_module: ModuleReader | None = None,
+                   analyze_command: CommandAnalyzer | None = None, depth: int = 0,
                    cache: dict[str, Detection] | None = None, stack: tuple[str, ...] = (),
                    settle: bool = True, settings: Settings | None = None,
                    callers: Conditions | None = None) -> Detection:
@@ -402,7 +402,7 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
 
     `read_module(dotted, importer)` returns (path, source) of a workspace module the script
     imports, so trainer classes, training functions and settings defined there count;
-    `analyse_command(cmd)` analyses a command line the script starts. `cache` holds the
+    `analyze_command(cmd)` analyses a command line the script starts. `cache` holds the
     analyses of modules already read (by path); `settle=False` leaves a parameter update of
     unnamed objective as it is, for a caller that still adds what the command or its config
     trains. `settings` are one run's (its command line, configs and code defaults): branches
@@ -422,8 +422,8 @@ def analyse_script(path: str, source: str, *, read_module: ModuleReader | None =
         if partial_tree is None:
             return Detection(path, parse_error=error)
         tree, salvaged = partial_tree, error
-    reader = ScriptReader(path, tree, read_module, analyse_command, depth, cache, stack, settings,
-                          analyse=analyse_script, callers=callers)
+    reader = ScriptReader(path, tree, read_module, analyze_command, depth, cache, stack, settings,
+                          analyze=analyze_script, callers=callers)
     reader.imports()
     reader.class_defs()
     reader.calls()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from a2rl.analysis._conditions import Conditions, has_dispatch, prune_branches
-from a2rl.analysis._detection import CommandAnalyser, Detection, ModuleReader
+from a2rl.analysis._detection import CommandAnalyzer, Detection, ModuleReader
 from a2rl.analysis._methods import TRAINING, method_of_class
 from a2rl.analysis._objectives import self_taught
 from a2rl.analysis._syntax import identifiers, join_module, name_chain
@@ -22,27 +22,27 @@ TRAINER_ROOTS = {"trl", "transformers", "unsloth", "unsloth_zoo", "openrlhf", "v
 """Top packages whose classes named like trainers are trainers."""
 _GENERIC_TRAINER_ROOTS = {"transformers", "unsloth", "trl", "lightning", "pytorch_lightning"}
 """Where a plain `Trainer` is a supervised trainer (Lightning's fits a LightningModule)."""
-ScriptAnalyser = Callable[..., Detection]
-"""The labeller's entry point (`analyse_script`), called for each workspace module imported."""
+ScriptAnalyzer = Callable[..., Detection]
+"""The labeller's entry point (`analyze_script`), called for each workspace module imported."""
 
 
 class ScriptScope:
     """One script as the labeller reads it: the names it imports (resolved through aliases
-    to frameworks and to workspace modules, which are analysed in turn), the trainer classes
+    to frameworks and to workspace modules, which are analyzed in turn), the trainer classes
     known in it, and what its calls into workspace modules reach. The passes that read its
     classes, PEFT sites and calls build on this scope."""
 
     def __init__(self, path: str, tree: ast.Module, read_module: ModuleReader | None,
-                 analyse_command: CommandAnalyser | None, depth: int,
+                 analyze_command: CommandAnalyzer | None, depth: int,
                  cache: dict[str, Detection] | None, stack: tuple[str, ...],
-                 settings: Settings | None, analyse: ScriptAnalyser,
+                 settings: Settings | None, analyze: ScriptAnalyzer,
                  callers: Conditions | None = None) -> None:
         self.path, self.tree = path, tree
         self.callers = callers
         """The importing module's conditions when this one is read for it (see `Conditions`)."""
-        self.analyse = analyse
+        self.analyze = analyze
         """Analyses a workspace module the script imports (the labeller's own entry point)."""
-        self.read_module, self.analyse_command, self.depth = read_module, analyse_command, depth
+        self.read_module, self.analyze_command, self.depth = read_module, analyze_command, depth
         self.cache = cache if cache is not None else {}
         self.stack = stack + (path,)
         self.result = Detection(path)
@@ -214,8 +214,8 @@ class ScriptScope:
             return None
         sub = self.cache.get(path)
         if sub is None:
-            sub = self.analyse(path, source, read_module=self.read_module,
-                               analyse_command=self.analyse_command, depth=self.depth + 1,
+            sub = self.analyze(path, source, read_module=self.read_module,
+                               analyze_command=self.analyze_command, depth=self.depth + 1,
                                cache=self.cache, stack=self.stack, settle=False,
                                settings=self.settings,
                                callers=self.flags if self.settings is not None else None)

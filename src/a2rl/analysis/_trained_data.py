@@ -29,7 +29,7 @@ from a2rl._walk import fwalk, read_text_files
 from a2rl.analysis._command_reader import CommandReader
 from a2rl.analysis._data import data_refs
 from a2rl.analysis._launchers import launched_file
-from a2rl.records import Finding, RunRecord
+from a2rl.schema import Finding, RunRecord
 
 TEXT_SUFFIXES = (".jsonl", ".json", ".csv", ".txt")
 TABLE_SUFFIXES = (".parquet", ".arrow")
@@ -155,7 +155,7 @@ def train_visible(run_dir: Path, run: RunRecord) -> TrainVisible:
         return TrainVisible(original=_data_texts(data_dir), notes=[
             "no fingerprint of the task's data was recorded: data/ is taken as the task's own "
             "without a check"])
-    from a2rl.recording import data_fingerprint
+    from a2rl.capture import data_fingerprint
 
     try:
         untouched = data_fingerprint(data_dir, run.task.fingerprint) == recorded

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from a2rl.analysis._judge import ASKS, JUDGE_FILE, QUESTIONS, Question
-from a2rl.records import Finding, JudgeRecord, RunRecord
+from a2rl.schema import Finding, JudgeRecord, RunRecord
 
 RELATED_KINDS: dict[str, tuple[str, ...]] = {
     "contamination": ("contamination",),

@@ -23,8 +23,8 @@ from a2rl._console import clock, plain_text, safe
 
 if TYPE_CHECKING:
     from a2rl.agents import Agent
-    from a2rl.recording import ExecLogReader
-    from a2rl.records import AgentEvent, ExecEvent, RunRecord, SubmissionRecord
+    from a2rl.capture import ExecLogReader
+    from a2rl.schema import AgentEvent, ExecEvent, RunRecord, SubmissionRecord
 
 _WIDTH = 160
 """Most characters of agent text on one line."""
@@ -100,7 +100,7 @@ class RunFollower:
 
     def poll(self) -> list[Line]:
         """What happened since the last poll, in order of time."""
-        from a2rl.records import load_run
+        from a2rl.schema import load_run
 
         try:
             self.record = load_run(self.run_dir)
@@ -132,7 +132,7 @@ class RunFollower:
     def _submissions(self) -> Iterator[Line]:
         from pydantic import ValidationError
 
-        from a2rl.records import SubmissionRecord
+        from a2rl.schema import SubmissionRecord
 
         for raw in self._ledger.new_lines():
             if not raw.strip():
@@ -158,7 +158,7 @@ class RunFollower:
         self._events_seen = max(self._events_seen, len(events))
 
     def _events(self) -> list[AgentEvent] | None:
-        from a2rl.records import AgentEvent, read_jsonl
+        from a2rl.schema import AgentEvent, read_jsonl
 
         written = self.run_dir / "agent" / "events.jsonl"
         if self.closed and written.is_file():
@@ -171,7 +171,7 @@ class RunFollower:
             return [] if self._events_seen else None
 
     def _programs_and_phase(self) -> Iterator[Line]:
-        from a2rl.recording import ExecLogReader
+        from a2rl.capture import ExecLogReader
 
         assert self.t0 is not None
         raw = self.run_dir / "agent" / "exec.log"
@@ -293,7 +293,7 @@ def follow(run_dir: Path, console: Console, *, every_s: float = 1.0,
     """Print what happens in the run at `run_dir` until its record is closed, then its result.
     Returns 0, or 1 when the harness died without closing the run (`harness_alive` says)."""
     from a2rl.agents import get_agent
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     record = load_run(run_dir)
     try:

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from a2rl.records import RunConfig, default_text, run_options
+from a2rl.schema import RunConfig, default_text, run_options
 
 if TYPE_CHECKING:
-    from a2rl.records import TrackingConfig
+    from a2rl.schema import TrackingConfig
 
 
 def _declared_help(name: str) -> str:
@@ -122,7 +122,7 @@ def _tracking(log_to: str | None, *, project: str | None = None, entity: str | N
                             "add --log-to wandb or --log-to mlflow")
         return None
     from a2rl.extensions.tracking import check_tracking
-    from a2rl.records import TrackingConfig
+    from a2rl.schema import TrackingConfig
 
     cfg = TrackingConfig(to=log_to, project=project, entity=entity,  # type: ignore[arg-type]
                          group=group, tags=list(tags or []), name=name)

@@ -12,8 +12,7 @@ from rich.table import Table
 from a2rl._console import safe
 
 if TYPE_CHECKING:
-    from a2rl.records import RunAnalysis
-    from a2rl.runner import RunRecord
+    from a2rl.schema import RunAnalysis, RunRecord
     from a2rl.tasks import Task
 
 
@@ -34,7 +33,7 @@ def live_record(record: RunRecord, run_dir: Path) -> RunRecord:
     if record.ended_at is not None:
         return record
     from a2rl._util import utcnow
-    from a2rl.records import best_submission, current_submissions
+    from a2rl.schema import best_submission, current_submissions
 
     update: dict[str, object] = {}
     ledger = run_dir / "ledger.jsonl"
@@ -168,7 +167,7 @@ def _unseen(score: float | None, n: int | None) -> str:
 def _read_analysis(run_dir: Path) -> RunAnalysis | None:
     """analysis.json of a run, or None when it is missing or unreadable (an unfinished run, a
     run from an older a2rl): `runs show` works on every run kind."""
-    from a2rl.records import RunAnalysis
+    from a2rl.schema import RunAnalysis
 
     path = run_dir / "analysis.json"
     try:
@@ -194,7 +193,7 @@ def final_line(record: RunRecord) -> str:
 
 
 def list_runs(runs_dir: Path, console: Console) -> None:
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     table = Table(title=f"runs in {safe(runs_dir)}")
     # a run id is copied into `a2rl runs show/rm`: never wrapped, whatever the width

@@ -20,7 +20,7 @@ def _ask_judge(path: Path, model: str, base_url: str | None) -> None:
     from a2rl._secrets import scrub
     from a2rl.agents import clean_text
     from a2rl.analysis import ask_judge, judge_settings
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
     from a2rl.tasks import JudgeClient
 
     settings = judge_settings(model, base_url)
@@ -50,7 +50,7 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     from a2rl.analysis import analyze_run
     from a2rl.extensions import add_to_analysis
     from a2rl.grader import restore_task
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     if judge_base_url is not None and not judge:
         raise A2RLError("--judge-base-url was given without --judge",
@@ -63,7 +63,7 @@ def analyze(run: Annotated[str, typer.Argument(help="Run id, or path to a run di
     if record.task is not None:
         try:
             heldout = restore_task(record.task.name, record.task.params).heldout_items()
-        except A2RLError as exc:  # e.g. a hub task analysed offline
+        except A2RLError as exc:  # e.g. a hub task analyzed offline
             make_console(stderr=True).print(f"[yellow]held-out items unavailable "
                                        f"({safe(exc.message)}); contamination is not checked[/]")
     analysis = analyze_run(path, heldout=heldout)

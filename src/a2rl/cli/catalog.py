@@ -16,7 +16,7 @@ def schema(name: Annotated[str | None, typer.Argument(
     import json
 
     from a2rl._errors import A2RLError
-    from a2rl.records import SCHEMAS
+    from a2rl.schema import SCHEMAS
 
     if name is None:
         for key, (model, where) in SCHEMAS.items():

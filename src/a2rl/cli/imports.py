@@ -16,7 +16,7 @@ import_app = typer.Typer(help="Bring in a run made by another harness as an a2rl
 
 def _imported(path: Path, analyze_after: bool) -> None:
     from a2rl._console import make_console
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     record = load_run(path)
     console = make_console(markup=False)  # imported records quote another harness's text

@@ -1,6 +1,6 @@
 """`a2rl run` and `a2rl demo`: one run (the demo: the offline reference run), its options
 checked before anything heavy starts. `a2rl run`'s options are made from the run options
-`RunConfig` declares (`a2rl.records._option`), plus the few in CLI_ONLY. a2rl.cli registers
+`RunConfig` declares (`a2rl.schema._option`), plus the few in CLI_ONLY. a2rl.cli registers
 the commands."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from a2rl.cli._options import (
     _task_params,
     _tracking,
 )
-from a2rl.records import RunConfig, RunOption, default_text, duration_text, run_options
+from a2rl.schema import RunConfig, RunOption, default_text, duration_text, run_options
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -236,7 +236,7 @@ def _scaffold_option(components: str | None, options: list[str] | None) -> dict[
 
             raise A2RLError("--scaffold-opt without --scaffold", "add --scaffold journal,...")
         return {}
-    from a2rl.records import scaffold_config
+    from a2rl.schema import scaffold_config
 
     return {"scaffold": scaffold_config(components, _pairs(options, "--scaffold-opt"))}
 
@@ -277,7 +277,7 @@ def demo(
                                         "first.")] = 1,
 ) -> None:
     """The whole loop offline on CPU: embedded task + SmolLM2-135M + the reference agent."""
-    from a2rl.runner import RunRecord
+    from a2rl.schema import RunRecord
 
     # The reference agent sizes its work from the grader's clock (no fixed step count), so
     # the demo holds on a slower machine; --steps fixes it for a reproducible comparison.

@@ -57,7 +57,7 @@ def runs_show(run: Annotated[str, typer.Argument(help="Run id, or path to a run 
     run's submissions and best come from its ledger."""
     from a2rl._console import make_console
     from a2rl.cli._show import show_run
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     console = make_console()
     paths = _multi_members(run, runs_dir) or [_find_run(run, runs_dir)]

@@ -39,7 +39,7 @@ from a2rl._plugins import Registry
 from a2rl.extensions._protocol import AgentLaunch, ReportSection, RunExtension, TaskPart
 
 if TYPE_CHECKING:
-    from a2rl.records import RunAnalysis, RunConfig, RunRecord
+    from a2rl.schema import RunAnalysis, RunConfig, RunRecord
 
 extensions: Registry[type[RunExtension]] = Registry("extension", "a2rl.extensions",
                                                     package="a2rl.extensions")
@@ -111,7 +111,7 @@ def report_sections(record: RunRecord, run_dir: Path) -> list[ReportSection]:
 def add_to_analysis(run_dir: Path, analysis: RunAnalysis) -> None:
     """What the extensions of a recorded run add to its rewritten analysis (`a2rl analyze`,
     imports); the run's record is read from `run_dir`."""
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     record = load_run(run_dir)
     for cls in recorded(record):

@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from a2rl.agents import Agent
-    from a2rl.grader import BaselineRecord, Grader, GraderServer, SubmissionRecord
-    from a2rl.records import RunAnalysis, RunConfig, RunRecord
+    from a2rl.grader import Grader, GraderServer
     from a2rl.sandbox import HostBridge, Sandbox
+    from a2rl.schema import BaselineRecord, RunAnalysis, RunConfig, RunRecord, SubmissionRecord
     from a2rl.tasks import Task
 
 
@@ -228,7 +228,7 @@ class RunExtension:
         """The part's run-level analysis is written (analysis.json, summary.md)."""
 
     def run_closing(self, part: TaskPart) -> None:
-        """The part's run is closed and analysed."""
+        """The part's run is closed and analyzed."""
 
     def close(self) -> None:
         """Every part of the run is closed."""

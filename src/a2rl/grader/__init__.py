@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         resolve_submission,
         snapshot_submission,
     )
-    from a2rl.grader._baseline import BaselineRecord, baseline_cache_key, score_baseline
+    from a2rl.grader._baseline import baseline_cache_key, score_baseline
     from a2rl.grader._evaluation import EVALUATOR_VERSION, EvalFailed, run_evaluation
     from a2rl.grader._grader import Grader, GraderConfig, GraderEvents, read_final
     from a2rl.grader._items import item_values, restrict_to_items
@@ -41,31 +41,13 @@ if TYPE_CHECKING:
         visible_submission,
     )
     from a2rl.grader._stats import ScoreInterval, score_interval
-    from a2rl.records import (
-        BestSoFar,
-        EvalJob,
-        FinalDesignation,
-        FinalMode,
-        FinalResult,
-        KeepArtifacts,
-        StatusResponse,
-        SubmissionRecord,
-        SubmissionStatus,
-        SubmitResponse,
-    )
 
 _HOMES = {
     "baseline_cache_key": "a2rl.grader._baseline",
-    "BaselineRecord": "a2rl.grader._baseline",
-    "BestSoFar": "a2rl.records",
     "collect_blobs": "a2rl.grader._artifact",
     "create_app": "a2rl.grader._server",
     "EvalFailed": "a2rl.grader._evaluation",
-    "EvalJob": "a2rl.records",
     "EVALUATOR_VERSION": "a2rl.grader._evaluation",
-    "FinalDesignation": "a2rl.records",
-    "FinalMode": "a2rl.records",
-    "FinalResult": "a2rl.records",
     "Grader": "a2rl.grader._grader",
     "GraderConfig": "a2rl.grader._grader",
     "GraderEvents": "a2rl.grader._grader",
@@ -73,7 +55,6 @@ _HOMES = {
     "item_key": "a2rl.grader._secret",
     "item_values": "a2rl.grader._items",
     "restrict_to_items": "a2rl.grader._items",
-    "KeepArtifacts": "a2rl.records",
     "Ledger": "a2rl.grader._ledger",
     "open_submission": "a2rl.grader._artifact",
     "parse_submit": "a2rl.grader._server",
@@ -90,13 +71,9 @@ _HOMES = {
     "ScoreInterval": "a2rl.grader._stats",
     "secret_fields": "a2rl.grader._secret",
     "snapshot_submission": "a2rl.grader._artifact",
-    "StatusResponse": "a2rl.records",
     "STORE_DIR": "a2rl.grader._artifact",
-    "SubmissionRecord": "a2rl.records",
     "SubmissionRejected": "a2rl.grader._artifact",
-    "SubmissionStatus": "a2rl.records",
     "SubmitRequest": "a2rl.grader._server",
-    "SubmitResponse": "a2rl.records",
     "visible_submission": "a2rl.grader._server",
 }
 """Where each public name is defined."""
@@ -105,14 +82,10 @@ _HOMES = {
 __getattr__ = lazy_exports(__name__, _HOMES)
 
 __all__ = [
-    "EVALUATOR_VERSION", "BaselineRecord", "BestSoFar", "EvalFailed", "EvalJob",
-    "FinalDesignation", "FinalMode", "FinalResult", "Grader", "GraderConfig", "GraderEvents",
-    "GraderServer", "KeepArtifacts", "Ledger", "PublicSubmission", "STORE_DIR", "ScoreInterval",
-    "StatusResponse", "SubmissionRecord", "SubmissionRejected", "SubmissionStatus",
-    "SubmitRequest", "SubmitResponse", "baseline_cache_key", "collect_blobs", "create_app",
-    "item_key",
-    "item_values", "open_submission", "restrict_to_items", "parse_submit", "public_fingerprint", "read_final",
+    "EVALUATOR_VERSION", "EvalFailed", "Grader", "GraderConfig", "GraderEvents", "GraderServer",
+    "Ledger", "PublicSubmission", "STORE_DIR", "ScoreInterval", "SubmissionRejected",
+    "SubmitRequest", "baseline_cache_key", "collect_blobs", "create_app", "item_key", "item_values",
+    "open_submission", "restrict_to_items", "parse_submit", "public_fingerprint", "read_final",
     "redacted_params", "redacted_spec", "resolve_submission", "restore_task", "run_evaluation",
-    "score_baseline", "score_interval", "secret_fields", "snapshot_submission",
-    "visible_submission",
+    "score_baseline", "score_interval", "secret_fields", "snapshot_submission", "visible_submission",
 ]

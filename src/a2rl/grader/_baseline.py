@@ -22,7 +22,7 @@ from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import score_interval
 from a2rl.inference import engine_cache_key
 from a2rl.models import ResolvedModel
-from a2rl.records import BaselineRecord, EvalJob, FinalMode, Split
+from a2rl.schema import BaselineRecord, EvalJob, FinalMode, Split
 from a2rl.tasks import EvalOutcome, Task
 
 

@@ -18,7 +18,7 @@ from typing import TextIO
 from a2rl.grader._artifact import verify_snapshot
 from a2rl.grader._items import SplitError, heldout_seen, item_values, restrict_to_split
 from a2rl.inference import select as select_engine
-from a2rl.records import EvalJob
+from a2rl.schema import EvalJob
 from a2rl.tasks import task_from_spec
 
 

@@ -22,7 +22,7 @@ from a2rl.grader._items import ItemValues
 from a2rl.grader._secret import redacted_spec
 from a2rl.inference import child_env, child_python
 from a2rl.inference import selected as selected_engine
-from a2rl.records import EvalJob
+from a2rl.schema import EvalJob
 from a2rl.tasks import EvalOutcome
 
 EVALUATOR_VERSION = "2"

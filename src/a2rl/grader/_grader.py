@@ -32,7 +32,7 @@ from a2rl.grader._ledger import Ledger
 from a2rl.grader._secret import public_fingerprint, secret_fields
 from a2rl.grader._stats import is_significant, paired_difference, score_interval
 from a2rl.models import ResolvedModel, weights_bytes
-from a2rl.records import (
+from a2rl.schema import (
     TERMINAL_STATUSES,
     BestSoFar,
     EvalJob,

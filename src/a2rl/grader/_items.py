@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from a2rl.grader._secret import item_key, split_test_keys
-from a2rl.records import ItemValues
+from a2rl.schema import ItemValues
 from a2rl.tasks import EvalOutcome, Task
 
 # Per-item value fields, in the order they are tried: static tasks (`score`), pairwise judges

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from a2rl._util import utcnow
-from a2rl.records import BestSoFar, SubmissionRecord, best_submission
+from a2rl.schema import BestSoFar, SubmissionRecord, best_submission
 
 
 class Ledger:

@@ -89,5 +89,5 @@ def restore_task(name: str, params: dict[str, Any],
             return task
     raise A2RLError(f"the held-out options {sorted(redacted)} of this {name} run are redacted "
                     "and do not match this installation's secret seed",
-                    "analyse the run on the installation that ran it, or pass the seed "
+                    "analyze the run on the installation that ran it, or pass the seed "
                     "(e.g. --task-opt heldout_seed=N) if it was set explicitly")

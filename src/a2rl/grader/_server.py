@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from a2rl._errors import A2RLError
 from a2rl.grader._artifact import SubmissionRejected, clean_path_text
 from a2rl.grader._grader import Grader
-from a2rl.records import (
+from a2rl.schema import (
     FinalDesignation,
     StatusResponse,
     SubmissionRecord,

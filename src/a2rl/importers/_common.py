@@ -21,7 +21,7 @@ from pathlib import Path
 from a2rl._errors import A2RLError
 from a2rl._walk import rmtree
 from a2rl.importers._source import Source, find_marked
-from a2rl.records import AgentEvent, write_json
+from a2rl.schema import AgentEvent, write_json
 
 log = logging.getLogger("a2rl.importers")
 TIMESTAMP = re.compile(r"^\[(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\] ?")
@@ -195,7 +195,7 @@ def write_events(agent_dir: Path, events: list[AgentEvent], parser: str | None =
 def snapshot(run_dir: Path, workspace: Path, tags: list[tuple[str, float]]) -> None:
     """One code snapshot of the imported workspace per tag (the workspace's end state: the
     harness kept no history)."""
-    from a2rl.recording import CodeRecorder
+    from a2rl.capture import CodeRecorder
 
     recorder = CodeRecorder(run_dir, workspace)
     for tag, elapsed in tags:

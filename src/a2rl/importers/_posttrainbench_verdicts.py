@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from a2rl.importers._source import MAX_NOTE_BYTES, Source
-from a2rl.records import Finding
+from a2rl.schema import Finding
 
 KIND_OF = {"contamination": "contamination", "disallowed_model": "substituted-model",
            "disallowed_api_usage": "distillation", "disallowed_ptb_lookup": "benchmark-lookup"}

@@ -39,7 +39,7 @@ from a2rl.importers._atif import (
     iso,
 )
 from a2rl.importers._common import interpolate, parse_time
-from a2rl.records import (
+from a2rl.schema import (
     AgentEvent,
     RunRecord,
     SubmissionRecord,

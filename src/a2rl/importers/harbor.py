@@ -55,7 +55,7 @@ from a2rl.importers.atif import (
     trajectory_of_run,
     written_text,
 )
-from a2rl.records import (
+from a2rl.schema import (
     BestSoFar,
     ExitReason,
     ImportInfo,

@@ -41,7 +41,7 @@ from a2rl.importers._common import (
 )
 from a2rl.importers._posttrainbench_verdicts import read_verdicts
 from a2rl.importers._source import MAX_JSON_BYTES, MAX_NOTE_BYTES, MAX_STREAM_BYTES, Source
-from a2rl.records import (
+from a2rl.schema import (
     ImportInfo,
     ModelInfo,
     RunConfig,
@@ -241,7 +241,7 @@ def _fill(folder: Path, src: Source, run_dir: Path, runs_dir: Path, *, args: dic
                                 "container (isolation as that harness enforces it)"],
                             harness_notes=notes, verdicts=verdicts))
     if score is not None:
-        from a2rl.records import BestSoFar
+        from a2rl.schema import BestSoFar
 
         record.best = BestSoFar(submission_id="s0001", score=score)
     write_json(run_dir / "run.json", record)

@@ -32,7 +32,7 @@ from a2rl.importers._common import (
     write_transcript,
 )
 from a2rl.importers._source import MAX_STREAM_BYTES, Source
-from a2rl.records import (
+from a2rl.schema import (
     BestSoFar,
     ImportInfo,
     RunConfig,

@@ -11,7 +11,7 @@ heads sharing a KV head are laid end to end, the mask repeated for each of them.
 meets the same keys, values and mask entries as in the copying path: on the embedded model the
 logits were bit-identical to that path's for 16 rows x 1 to 17 new tokens over 1,500 cached ones
 and within 4e-5 at 33 (the kernel's blocking changes with the query length), and
-tests/test_engine_cache.py checks them on a small model. A forward of 16 rows x 5 new tokens took
+tests/inference/test_engine_cache.py checks them on a small model. A forward of 16 rows x 5 new tokens took
 0.4 s instead of 2.1 s (bench/forward_floor.py times the verification forward both ways).
 """
 

@@ -22,7 +22,7 @@ in one forward instead of several (up to the float rounding of a wider matrix pr
 moves logits by ~1e-4 and would flip only an exact near-tie; bench/l3_baselines.py --compare
 checks whole trajectories). Columns fed for rejected drafts stay in the KV cache, masked out of
 attention and skipped in position ids, and are dropped when the row is handed back.
-(tests/test_engine_cache.py checks all of it against `generate`.)
+(tests/inference/test_engine_cache.py checks all of it against `generate`.)
 """
 
 from __future__ import annotations

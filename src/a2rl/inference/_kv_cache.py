@@ -7,7 +7,7 @@ without on a quiet machine, bench/forward_floor.py; the copy costs more on a loa
 `GrowingLayer` writes each step's keys and values into a preallocated buffer and hands attention
 a view of the filled part. The view has exactly the shape and values the concatenated tensor
 would have, so attention computes the same numbers: logits are bit-identical to `DynamicLayer`'s
-(tests/test_engine_cache.py checks it), and greedy results do not change. (A static cache that
+(tests/inference/test_engine_cache.py checks it), and greedy results do not change. (A static cache that
 attends over the whole preallocated length, masked, is faster still but moves the logits, which
 the engine's contract rules out.)
 """

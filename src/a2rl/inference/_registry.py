@@ -28,7 +28,7 @@ from typing import Any
 from a2rl._errors import A2RLError
 from a2rl._paths import DISTRIBUTION
 from a2rl._plugins import Registry, load
-from a2rl.records import EngineInfo, EngineRequest
+from a2rl.schema import EngineInfo, EngineRequest
 
 log = logging.getLogger("a2rl.engines")
 

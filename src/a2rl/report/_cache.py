@@ -22,8 +22,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from a2rl.records import RunAnalysis, RunRecord, SubmissionRecord
 from a2rl.results import LoadedRun
+from a2rl.schema import RunAnalysis, RunRecord, SubmissionRecord
 
 CACHE_DIR = ".a2rl-cache"
 FORMAT = 1

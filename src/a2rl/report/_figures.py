@@ -15,8 +15,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from a2rl.records import Experiment
 from a2rl.results import Cell
+from a2rl.schema import Experiment
 
 TEMPLATE = "plotly_white"
 """The plotly template report.js applies to every chart of the site."""
@@ -83,7 +83,7 @@ class _Fig:
 
     def figure(self) -> go.Figure:
         """The figure, not validated: plotly's validation of each property costs most of a
-        run page's time, and the dicts are this module's own (tests/test_report_scale.py
+        run page's time, and the dicts are this module's own (tests/report/test_report_scale.py
         validates what every builder makes)."""
         layout = dict(self.layout)
         if self.shapes:

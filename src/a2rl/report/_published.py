@@ -75,7 +75,7 @@ def export_snapshots(r: LoadedRun, folder: Path, here: Path) -> list[list[Any]]:
     shadow repository into `folder` (as .txt), and list them with links from `here`."""
     from markupsafe import Markup, escape
 
-    from a2rl.recording import read_snapshots
+    from a2rl.capture import read_snapshots
 
     git_dir = r.path / "code-history.git"
     try:

@@ -88,7 +88,7 @@ def build(site: SiteContext, r: LoadedRun, row: dict[str, Any], subs: list[dict[
                         if (href := traj.finding_anchor(f)) else "—"]
                        for f in sorted(findings, key=lambda f: f.kind)]))  # a question's answers together
     else:
-        p.text("p", "no findings" if a else "not analysed (run `a2rl analyze`)")
+        p.text("p", "no findings" if a else "not analyzed (run `a2rl analyze`)")
     p.text("h2", "Records")
     p.html('<p class="note">Copies of the run\'s records, as text.</p>')
     p.html("<p>" + " · ".join(publish_records(r, folder, here)) + "</p>")

@@ -4,7 +4,7 @@ components). Read from each run's `scaffold.json` (written by the scaffold exten
 else:
 
 journal entries by kind, skill consults per skill, evaluator suggestions by level with their
-adoption (paper B's Figure 4 asymmetry: execution-level suggestions adopted, strategy-level
+adoption (the trajectory study's Figure 4 asymmetry: execution-level suggestions adopted, strategy-level
 ones not), plan-review outcomes, revision-checkpoint decisions and whether a switch followed.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from a2rl.records import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
+from a2rl.schema import JOURNAL_KINDS, LevelAdoption, ScaffoldAnalysis
 
 if TYPE_CHECKING:
     from a2rl.report._context import SiteContext
@@ -108,7 +108,7 @@ def stacked_counts(counts: dict[str, Counter[str]], order: Sequence[str], title:
 
 
 def adoption(rows: Sequence[dict[str, Any]], title: str) -> go.Figure | None:
-    """Adoption rate per suggestion level and arm (paper B's Figure 4), n on each bar."""
+    """Adoption rate per suggestion level and arm (the trajectory study's Figure 4), n on each bar."""
     rows = [r for r in rows if r["n"]]
     if not rows:
         return None

@@ -492,7 +492,7 @@ class Site:
 
         runs = [r for r, _ in self.shown]
         p = Page("strategy.html", "Strategy analysis")
-        p.html('<p class="note">Paper B\'s strategy analysis over verified training experiments '
+        p.html('<p class="note">The trajectory study\'s strategy analysis over verified training experiments '
                "(commands that updated parameters), grouped by agent stack. Every shown run counts "
                "here (these describe behaviour, not scores); marked runs are counted in each "
                "row's marks. C_G: the largest share of runs whose first experiment used one "

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from a2rl.records import AgentEvent, Finding
     from a2rl.report._context import SiteContext
     from a2rl.report._evaluations import Evaluation
     from a2rl.results import LoadedRun
+    from a2rl.schema import AgentEvent, Finding
 
 CHUNK_TURNS = 200
 """Turns per chunk file."""
@@ -231,7 +231,7 @@ def _snapshots(r: LoadedRun) -> list[dict[str, Any]]:
     snapshot, and apart from it the changed checkpoint/model files and harness-written files."""
     import shutil
 
-    from a2rl.recording import read_snapshots
+    from a2rl.capture import read_snapshots
 
     try:
         snaps = read_snapshots(r.path)
@@ -267,7 +267,7 @@ def _snapshots(r: LoadedRun) -> list[dict[str, Any]]:
 def _scaffold(r: LoadedRun) -> list[dict[str, Any]]:
     """Journal entries (scaffold/journal.jsonl) and revision checkpoints (scaffold.json) of a
     scaffold run; a2rl's own runs only (an imported run publishes what its manifest lists)."""
-    from a2rl.records import JournalEntry, ScaffoldAnalysis
+    from a2rl.schema import JournalEntry, ScaffoldAnalysis
 
     if r.record.imported is not None:
         return []

@@ -1,6 +1,6 @@
 """Many runs as tables: load a2rl runs and imported runs into tidy rows (one per run, one per
 submission), aggregate repeats per cell with bootstrap intervals under a documented policy for
-audit-flagged and unsandboxed runs, and compute the cross-run strategy tables of paper B. The
+audit-flagged and unsandboxed runs, and compute the cross-run strategy tables of the trajectory study. The
 long tables (per evaluated item, message and agent event) come as pandas DataFrames too
 (`samples_df`, `messages_df`, `events_df`, `runs_df`), like inspect_ai's."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
-from a2rl.records import RunRecord
+from a2rl.schema import RunRecord
 
 
 def columns(rows: Sequence[dict[str, Any]]) -> list[str]:

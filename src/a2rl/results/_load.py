@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from a2rl._errors import A2RLError
-from a2rl.records import (
+from a2rl.schema import (
     AgentEvent,
     RunAnalysis,
     RunRecord,

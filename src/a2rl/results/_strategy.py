@@ -1,6 +1,6 @@
-"""Cross-run strategy analysis (paper B) and workspace statistics (paper A, Table 11), from each
-run's analysis.json: initial-strategy convergence C_G, strategy change rate and persistence,
-time per phase, method attempted vs adopted.
+"""Cross-run strategy analysis (the trajectory study) and workspace statistics (the benchmark
+paper, Table 11), from each run's analysis.json: initial-strategy convergence C_G, strategy change
+rate and persistence, time per phase, method attempted vs adopted.
 
 These describe what agents did, not what they scored, so every shown run counts (the flag
 policy's `drop` still removes a run); flagged runs are marked in the group's row.
@@ -63,7 +63,7 @@ def convergence(runs: Sequence[LoadedRun], policy: Policy | None = None,
 def change_rates(runs: Sequence[LoadedRun], policy: Policy | None = None,
                  group: GroupFn = by_stack) -> list[dict[str, Any]]:
     """R_change per group = strategy changes / adjacent experiment pairs, pooled over the
-    group's runs (paper B pools pairs); R_persist = 1 − R_change. The per-run mean and its
+    group's runs (the trajectory study pools pairs); R_persist = 1 − R_change. The per-run mean and its
     interval are given beside it, since a few long runs dominate the pooled figure."""
     rows: list[dict[str, Any]] = []
     for name, members in _groups(runs, policy or Policy(), group).items():
@@ -87,7 +87,7 @@ def change_rates(runs: Sequence[LoadedRun], policy: Policy | None = None,
 
 
 def phase_seconds(run: LoadedRun) -> dict[str, float]:
-    """Time per phase of a run: by agent turns when the launcher wrote an event log (paper B's
+    """Time per phase of a run: by agent turns when the launcher wrote an event log (the trajectory study's
     per-turn labels), else by the programs of the exec trace."""
     a = run.analysis
     if a is None:
@@ -121,7 +121,7 @@ def phase_distribution(runs: Sequence[LoadedRun], policy: Policy | None = None,
 def methods_attempted_adopted(runs: Sequence[LoadedRun], policy: Policy | None = None,
                               group: GroupFn | None = None) -> list[dict[str, Any]]:
     """Per method (and group, when given): in how many runs it was attempted (a training the
-    run launched used it) and in how many the best submission's code used it (paper A,
+    run launched used it) and in how many the best submission's code used it (the benchmark paper,
     Table 18)."""
     pol = policy or Policy()
     grouped = _groups(runs, pol, group) if group else {"all": _shown(runs, pol)}
@@ -129,16 +129,16 @@ def methods_attempted_adopted(runs: Sequence[LoadedRun], policy: Policy | None =
     for name, members in grouped.items():
         attempted: Counter[str] = Counter()
         adopted: Counter[str] = Counter()
-        analysed = 0
+        analyzed = 0
         for r, _ in members:
             if not r.analysis:
                 continue
-            analysed += 1
+            analyzed += 1
             attempted.update(set(r.analysis.methods_attempted))
             adopted.update(set(r.analysis.methods_in_best))
         for method in sorted(set(attempted) | set(adopted), key=lambda m: (-attempted[m], m)):
             rows.append({"group": name, "method": method, "attempted": attempted[method],
-                         "adopted": adopted[method], "runs": analysed,
+                         "adopted": adopted[method], "runs": analyzed,
                          "adoption_rate": adopted[method] / attempted[method]
                          if attempted[method] else None})
     return rows
@@ -150,7 +150,7 @@ WORKSPACE_METRICS: tuple[str, ...] = ("submissions", "code_files", "model_versio
 
 def workspace_stats(runs: Sequence[LoadedRun], policy: Policy | None = None,
                     group: GroupFn = by_stack) -> list[dict[str, Any]]:
-    """Paper A's workspace statistics per group: mean submissions, distinct code files, model
+    """The benchmark paper's workspace statistics per group: mean submissions, distinct code files, model
     versions, zero-score rate and best@submission, each with its n."""
     rows: list[dict[str, Any]] = []
     for name, members in _groups(runs, policy or Policy(), group).items():

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from a2rl.records import AgentEvent
 from a2rl.results._load import LoadedRun, stack_of
+from a2rl.schema import AgentEvent
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _SAMPLE_COLUMNS = ("item_id", "prompt", "completion", "extracted", "answer", "score")

@@ -1,11 +1,9 @@
 """Orchestration of one run and its persistent record (run.json)."""
 
-from a2rl.records import ExitReason, ModelInfo, RunConfig, RunRecord, TaskInfo, Timings
 from a2rl.runner._lifecycle import repair_run
 from a2rl.runner._run import new_run_id, package_versions, run, run_multi
 from a2rl.runner._supervise import AgentProcess
 
 __all__ = [
-    "AgentProcess", "ExitReason", "ModelInfo", "RunConfig", "RunRecord", "TaskInfo", "Timings",
-    "new_run_id", "package_versions", "repair_run", "run", "run_multi",
+    "AgentProcess", "new_run_id", "package_versions", "repair_run", "run", "run_multi",
 ]

@@ -31,8 +31,8 @@ from types import FrameType
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, descendants, kept_processes, utcnow
-from a2rl.records import ProcessProof, RunRecord
 from a2rl.runner._supervise import HarnessTerminated
+from a2rl.schema import ProcessProof, RunRecord
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 SANDBOX_FILE = "sandbox.json"

@@ -1,4 +1,4 @@
-"""One task's share of a run (`TaskRun`): its run folder and record, workspace, baseline, grader
+"""One task's share of a run (`TaskPart`): its run folder and record, workspace, baseline, grader
 and the grader's events, calling the run extensions' hooks at each step. A plain run has one; a
 `multi` run has one per task and one agent."""
 
@@ -26,12 +26,12 @@ from rich.progress import (
 from a2rl._console import progress_for, safe
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text, utcnow
+from a2rl.capture import RecordSlot, close_cost, storage_failure
 from a2rl.extensions import RunExtension, submit_refusals
 from a2rl.grader import (
     Grader,
     GraderConfig,
     GraderServer,
-    SubmissionRecord,
     public_fingerprint,
     redacted_params,
     redacted_spec,
@@ -39,10 +39,9 @@ from a2rl.grader import (
     secret_fields,
 )
 from a2rl.models import ResolvedModel
-from a2rl.recording import RecordSlot, close_cost, storage_failure
-from a2rl.records import ModelInfo, RunConfig, RunRecord, TaskInfo
 from a2rl.runner._lifecycle import mark_sha256, run_mark
 from a2rl.runner._supervise import HarnessTerminated
+from a2rl.schema import ModelInfo, RunConfig, RunRecord, SubmissionRecord, TaskInfo
 from a2rl.tasks import get_task
 from a2rl.workspace import (
     GradingProtocol,
@@ -98,7 +97,7 @@ class _RunEvents:
     console, then each extension's hook (one that raises is logged to grader.log and skipped;
     the others still run)."""
 
-    def __init__(self, part: TaskRun, progress: Progress) -> None:
+    def __init__(self, part: TaskPart, progress: Progress) -> None:
         self.part, self.progress = part, progress
         self._bars: dict[str, object] = {}
 
@@ -148,7 +147,7 @@ class _RunEvents:
                           f"{safe(record.error)}")
 
 
-class TaskRun:
+class TaskPart:
     """One task's share of a run: its run directory and record, workspace, baseline and
     grader, with the run's extensions (`a2rl.extensions.TaskPart` is how they see it)."""
 

@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 
 from a2rl.agents import AgentContext, CLIAgent
+from a2rl.capture import data_fingerprint, version_line
 from a2rl.extensions import AgentLaunch
-from a2rl.recording import data_fingerprint, version_line
-from a2rl.records import Provenance
 from a2rl.sandbox import Masks
+from a2rl.schema import Provenance
 
 VERSION_TIMEOUT_S = 60.0
 _ENV_KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")

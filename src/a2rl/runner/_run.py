@@ -16,11 +16,10 @@ from a2rl._console import safe
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text
 from a2rl.agents import Agent, CommandAgent, get_agent
+from a2rl.capture import bounded_close
 from a2rl.extensions import AgentLaunch, RunExtension, select
 from a2rl.models import ResolvedModel, resolve_model
-from a2rl.recording import bounded_close
-from a2rl.records import RunConfig, RunRecord
-from a2rl.runner._launch import (
+from a2rl.runner._agent_launch import (
     close_launch,
     drain,
     prepare_launch,
@@ -29,7 +28,7 @@ from a2rl.runner._launch import (
     supervise_agent,
 )
 from a2rl.runner._lifecycle import closing, kill_leftover_groups, terminate_on_signals
-from a2rl.runner._part import TaskRun, live_progress, package_versions, run_flags
+from a2rl.runner._part import TaskPart, live_progress, package_versions, run_flags
 from a2rl.runner._precheck import (
     check_in_sandbox,
     check_mountable,
@@ -39,6 +38,7 @@ from a2rl.runner._precheck import (
 )
 from a2rl.runner._spend import check_cost_limit
 from a2rl.sandbox import Limits, Sandbox, start_sandbox
+from a2rl.schema import RunConfig, RunRecord
 from a2rl.tasks import get_task
 from a2rl.workspace import Workspace, build_multi_root, check_mode
 
@@ -187,7 +187,7 @@ class _Layout:
     def __init__(self, config: RunConfig, run_id: str) -> None:
         self.config, self.run_id = config, run_id
         self.root = Path(config.runs_dir) / "multi" / run_id if config.tasks else None
-        self.parts: list[TaskRun] = []
+        self.parts: list[TaskPart] = []
         if self.root is not None:
             if self.root.exists():
                 raise A2RLError(f"run directory {self.root} already exists", "use another run id")
@@ -196,13 +196,13 @@ class _Layout:
             (self.root / "agent").mkdir()
 
     def create_parts(self, sandbox: Sandbox, console: Console, base: ResolvedModel,
-                     exts: list[RunExtension]) -> list[TaskRun]:
+                     exts: list[RunExtension]) -> list[TaskPart]:
         config, root = self.config, self.root
         if root is None:
-            self.parts = [TaskRun(config, self.run_id, sandbox.sandboxed, console,
+            self.parts = [TaskPart(config, self.run_id, sandbox.sandboxed, console,
                                   extensions=exts, base=base)]
         else:
-            self.parts = [TaskRun(config.model_copy(update={
+            self.parts = [TaskPart(config.model_copy(update={
                 "task": name, "task_params": task_params_for(name, config.task_params)}),
                 self.run_id, sandbox.sandboxed, console, extensions=exts, base=base,
                 ws_root=root / "workspace" / name, agent_dir=root / "agent")
@@ -218,13 +218,13 @@ class _Layout:
         return [*([self.root] if self.root is not None else []),
                 *(part.run_dir for part in self.parts)]
 
-    def agent_workspace(self, parts: list[TaskRun]) -> Workspace:
+    def agent_workspace(self, parts: list[TaskPart]) -> Workspace:
         if self.root is None:
             return parts[0].ws
         return build_multi_root(self.root / "workspace", self.config.tasks,
                                 budget_s=self.config.agent_time_limit_s)
 
-    def write_index(self, parts: list[TaskRun]) -> None:
+    def write_index(self, parts: list[TaskPart]) -> None:
         """Mode multi: multi.json, the run's tasks and their results."""
         if self.root is None:
             return
@@ -249,7 +249,7 @@ def _headline(config: RunConfig, layout: _Layout, sandbox: Sandbox, console: Con
         console.print(f"run directory: {safe(layout.parts[0].run_dir)}")
 
 
-def close_parts(parts: list[TaskRun], started: float, run_dirs: list[Path]) -> None:
+def close_parts(parts: list[TaskPart], started: float, run_dirs: list[Path]) -> None:
     """Close every part's record under a deadline (a recording.bounded_close): a stuck
     evaluation never keeps the harness from exiting, and SIGTERM during the close is obeyed."""
     if not parts:

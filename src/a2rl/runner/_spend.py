@@ -1,5 +1,5 @@
 """The agent's spend while it runs (`--cost-limit`) and its cost when it stopped
-(`RunRecord.cost`, see `a2rl.recording._cost`)."""
+(`RunRecord.cost`, see `a2rl.capture._cost`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 
 from a2rl._errors import A2RLError
 from a2rl.agents import Agent, usage_totals
-from a2rl.recording import (
+from a2rl.capture import (
     ResourceSamples,
     agent_cost,
     driver_model,
     llm_spend,
     unpriced_tail,
 )
-from a2rl.records import AgentEvent, RunConfig, RunCost, price_for, read_jsonl
+from a2rl.schema import AgentEvent, RunConfig, RunCost, price_for, read_jsonl
 
 COST_CHECK_EVERY_S = 1.0
 """Least seconds between two reads of the agent's spend (a long transcript is read less often:

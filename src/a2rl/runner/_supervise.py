@@ -12,7 +12,7 @@ from pathlib import Path
 
 from a2rl._secrets import REDACTED
 from a2rl._util import descendants
-from a2rl.records import ExitReason
+from a2rl.schema import ExitReason
 
 
 def _comm(pid: int) -> str:

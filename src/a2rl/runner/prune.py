@@ -20,8 +20,8 @@ from pathlib import Path
 from a2rl._errors import A2RLError
 from a2rl._walk import rmtree_at
 from a2rl.grader import STORE_DIR, collect_blobs
-from a2rl.records import RunRecord
 from a2rl.runner._lifecycle import _alive, _is_a2rl
+from a2rl.schema import RunRecord
 
 
 @dataclass(frozen=True)

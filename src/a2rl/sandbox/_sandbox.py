@@ -1,6 +1,6 @@
 """OS-level isolation of the agent: a registry of backends (`--sandbox bwrap|podman|none`, and
 plug-ins) that all meet one contract, checked by the adversarial suite
-(tests/test_sandbox_contract.py):
+(tests/sandbox/test_sandbox_contract.py):
 
 - the workspace read-write (model/, data/ and the docs read-only; a bind point, such as
   model/, shows the host folder its record names: `bind_source`), the system and Python

@@ -32,11 +32,11 @@ from pydantic import BaseModel
 
 from a2rl._errors import A2RLError
 from a2rl._util import atomic_write_text
-from a2rl.records import TrackingConfig
+from a2rl.schema import TrackingConfig
 from a2rl.sweep._matrix import CellSpec
 
 if TYPE_CHECKING:
-    from a2rl.runner import RunConfig
+    from a2rl.schema import RunConfig
 
 JobKind = Literal["cell", "baseline"]
 Outcome = Literal["finished", "harness_failed", "refused", "stopped"]
@@ -237,12 +237,12 @@ def _reason(code: int, error: str | None, log: Path) -> str:
 # --- the child process ---------------------------------------------------------------------
 
 def _config(spec: CellSpec, sweep_dir: Path) -> RunConfig:
-    from a2rl.runner import RunConfig
+    from a2rl.schema import RunConfig
     from a2rl.sweep._matrix import run_config_fields
 
     extra: dict[str, Any] = run_config_fields(spec.run)
     if spec.scaffold is not None:
-        from a2rl.records import scaffold_config
+        from a2rl.schema import scaffold_config
 
         extra["scaffold"] = scaffold_config(spec.scaffold, dict(spec.scaffold_options))
     return RunConfig(task=spec.task, task_params=dict(spec.task_options), agent=spec.agent,

@@ -22,7 +22,7 @@ from pydantic import (
 
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
-from a2rl.records import (
+from a2rl.schema import (
     Duration,
     RunConfig,
     TrackingConfig,
@@ -348,7 +348,7 @@ class Matrix(_Strict):
     @field_validator("scaffolds")
     @classmethod
     def _scaffolds(cls, v: list[str | None]) -> list[str | None]:
-        from a2rl.records import parse_components
+        from a2rl.schema import parse_components
 
         out: list[str | None] = []
         for arm in v:

@@ -26,7 +26,7 @@ from a2rl._errors import A2RLError
 from a2rl._paths import cache_dir
 from a2rl._secrets import KEY_FILE_ENV
 from a2rl._util import utcnow
-from a2rl.records import RunConfig, StudyRef
+from a2rl.schema import RunConfig, StudyRef
 
 STUDY_FORMAT = 1
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

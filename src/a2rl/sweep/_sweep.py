@@ -25,7 +25,7 @@ from rich.console import Console
 from a2rl._console import safe
 from a2rl._errors import A2RLError
 from a2rl._util import utcnow
-from a2rl.records import TrackingConfig
+from a2rl.schema import TrackingConfig
 from a2rl.sweep._cell import Job, JobResult, run_dir_of, stop_file
 from a2rl.sweep._matrix import CellSpec, Matrix, expand
 from a2rl.sweep._plan import cell_problems
@@ -204,7 +204,7 @@ class _Work:
 
 
 def _finish_cell(sweep_dir: Path, state: CellState, job: Job) -> None:
-    from a2rl.records import load_run
+    from a2rl.schema import load_run
 
     path = run_dir_of(job)
     record = load_run(path)

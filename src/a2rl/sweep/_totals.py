@@ -76,7 +76,7 @@ def spend_rates(runs_dir: Path | None) -> dict[StackKey, SpendRate]:
     """Recorded LLM spend per agent-hour of each (agent, driver, endpoint) in `runs_dir`
     (runs/<task>/<run_id>/run.json); runs without a recorded spend or agent time are left out,
     and so is any record that cannot be read."""
-    from a2rl.records import RunRecord
+    from a2rl.schema import RunRecord
 
     sums: dict[StackKey, list[float]] = {}
     if runs_dir is None or not runs_dir.is_dir():

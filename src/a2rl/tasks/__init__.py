@@ -8,8 +8,6 @@ entry-point group from a package of its own).
 """
 
 from a2rl._secrets import installation_seed
-from a2rl.envs import Env, Episode, RolloutConfig, Step, StepResult
-from a2rl.inference import GenerationSettings
 from a2rl.tasks._core import (
     BUILTIN_TASKS,
     DEFAULT_TASK,
@@ -23,7 +21,6 @@ from a2rl.tasks._core import (
     StaticTextTask,
     Task,
     TaskParams,
-    TaskSpec,
     distinct_questions,
     get_task,
     list_tasks,
@@ -37,11 +34,9 @@ from a2rl.tasks._core.registry import tasks
 from a2rl.tasks._lib.judge import JudgeClient, JudgeError, JudgeSettings
 
 __all__ = [
-    "BUILTIN_TASKS", "DEFAULT_TASK", "EPISODES_FILE", "Env", "Episode", "EvalOutcome",
-    "GenerationSettings", "InteractiveTask", "ItemVerdict", "JudgeClient", "JudgeError",
-    "JudgeSettings", "Level", "ProgressCounter",
-    "RewardKind", "RolloutConfig", "StaticTextTask", "Step", "StepResult", "Task", "TaskParams",
-    "TaskSpec", "distinct_questions", "get_task", "installation_seed", "list_tasks",
-    "predictions_from_rows", "read_predictions", "secret_field", "task_class", "task_from_spec",
-    "task_mask_hooks", "tasks",
+    "BUILTIN_TASKS", "DEFAULT_TASK", "EPISODES_FILE", "EvalOutcome", "InteractiveTask",
+    "ItemVerdict", "JudgeClient", "JudgeError", "JudgeSettings", "Level", "ProgressCounter",
+    "RewardKind", "StaticTextTask", "Task", "TaskParams", "distinct_questions", "get_task",
+    "installation_seed", "list_tasks", "predictions_from_rows", "read_predictions", "secret_field",
+    "task_class", "task_from_spec", "task_mask_hooks", "tasks",
 ]

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from a2rl._secrets import scrub
 from a2rl._util import atomic_write_text
+from a2rl.capture import parse_exec_log
 from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 from a2rl.extensions.exec_trace._trace import strace_available, traced_command
-from a2rl.recording import parse_exec_log
 
 if TYPE_CHECKING:
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig
 
 
 @extensions.register("exec-trace")

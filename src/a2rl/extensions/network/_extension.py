@@ -15,8 +15,8 @@ EGRESS_SYSCALLS = ("connect", "clone", "clone3", "fork", "vfork")
 process that made it, and which process started which (threads included)."""
 
 if TYPE_CHECKING:
-    from a2rl.records import RunConfig
     from a2rl.sandbox import EgressProxy, Handler, HostBridge
+    from a2rl.schema import RunConfig
 
 
 @extensions.register("network")

@@ -10,7 +10,7 @@ from a2rl.sandbox import default_allow_list
 
 if TYPE_CHECKING:
     from a2rl.agents import Agent
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig
     from a2rl.tasks import Task
 
 

@@ -1,5 +1,5 @@
 """The experience-driven scaffold (`a2rl run --scaffold journal,skills,evaluator,plan-review,
-revision`): paper B's interventions plus strategy-revision checkpoints, as a protocol option for
+revision`): the trajectory study's interventions plus strategy-revision checkpoints, as a protocol option for
 any agent.
 
 - `journal`: typed, append-only experiment journal (POST/GET /scaffold/journal).
@@ -10,7 +10,7 @@ any agent.
 - `plan-review`: the first plan is reviewed (LLM, or a person through `a2rl review <run>`).
 - `revision`: checkpoints asking for an explicit keep/switch decision.
 
-Records: `a2rl.records` (scaffold.json, scaffold/*.jsonl); analysis of a scaffold run: `_analysis`.
+Records: `a2rl.schema` (scaffold.json, scaffold/*.jsonl); analysis of a scaffold run: `_analysis`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from a2rl.extensions.scaffold._core import Scaffold, normalize_strategy, read_scaffold_files
     from a2rl.extensions.scaffold._review_cli import review_run
     from a2rl.extensions.scaffold._workspace import SCRIPT, install
-    from a2rl.records import COMPONENTS, ScaffoldConfig
+    from a2rl.schema import COMPONENTS, ScaffoldConfig
 
 # Public name -> the module that defines it. Imported on first use, so loading one part of the
 # scaffold (its CLI command, for `a2rl --help`) does not load the rest.
@@ -34,8 +34,8 @@ _HOMES = {
     "review_run": "a2rl.extensions.scaffold._review_cli",
     "SCRIPT": "a2rl.extensions.scaffold._workspace",
     "install": "a2rl.extensions.scaffold._workspace",
-    "COMPONENTS": "a2rl.records",
-    "ScaffoldConfig": "a2rl.records",
+    "COMPONENTS": "a2rl.schema",
+    "ScaffoldConfig": "a2rl.schema",
 }
 
 

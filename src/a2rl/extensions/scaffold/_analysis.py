@@ -1,4 +1,4 @@
-"""The analysis of a scaffold run: journal use, suggestion adoption (paper B's Figure 4
+"""The analysis of a scaffold run: journal use, suggestion adoption (the trajectory study's Figure 4
 asymmetry), plan-review outcomes, revision decisions and whether behaviour followed them,
 inference tokens against the autonomous baseline, and the time spent in scaffold tools.
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from a2rl._util import atomic_write_text
 from a2rl.analysis import span_union
-from a2rl.recording import Snapshot, read_snapshots, snapshot_files
-from a2rl.records import (
+from a2rl.capture import Snapshot, read_snapshots, snapshot_files
+from a2rl.schema import (
     AgentEvent,
     CheckpointEvent,
     CheckpointOutcome,

@@ -2,7 +2,7 @@
 
 One `Scaffold` per task run, attached to its grader (it tees the grader's events). The files in
 `runs/<task>/<run_id>/scaffold/` are the authoritative, append-only copies; the agent reaches
-them only through the grader's `/scaffold/...` endpoints (`a2rl.extensions.scaffold._routes`).
+them only through the grader's `/scaffold/...` endpoints (`a2rl.extensions.scaffold._endpoints`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from a2rl._util import utcnow
 from a2rl.extensions.scaffold import _prompts
 from a2rl.extensions.scaffold._llm import ScaffoldLLM
 from a2rl.extensions.scaffold._prompts import normalize_strategy
-from a2rl.records import (
+from a2rl.schema import (
     DATA_SOURCES,
     PARADIGMS,
     STAGE_STRUCTURES,

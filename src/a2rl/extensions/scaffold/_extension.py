@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from a2rl.extensions.scaffold import Scaffold
     from a2rl.grader import Grader
-    from a2rl.records import RunAnalysis, RunConfig, RunRecord
+    from a2rl.schema import RunAnalysis, RunConfig, RunRecord
 
 
 @extensions.register("scaffold")
@@ -66,7 +66,7 @@ class ScaffoldExtension(RunExtension):
         self._scaffolds[part.run_dir].attach(grader)
 
     def grader_routes(self, part: TaskPart) -> Sequence[APIRouter]:
-        from a2rl.extensions.scaffold._routes import scaffold_router, submission_router
+        from a2rl.extensions.scaffold._endpoints import scaffold_router, submission_router
 
         scaffold = self._scaffolds[part.run_dir]
         return [submission_router(scaffold), scaffold_router(scaffold)]

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from a2rl._errors import A2RLError
-from a2rl.records import SkillFile, SkillInfo
+from a2rl.schema import SkillFile, SkillInfo
 
 LIBRARY_DIR = "skills"
 """The read-only library inside the workspace."""
@@ -111,7 +111,7 @@ def skill_files(folder: Path) -> list[SkillFile]:
 
 def read_library(folder: Path) -> list[SkillInfo]:
     """The skills of a library folder; a shipped skill that breaks the convention is an error
-    (tests/test_skills.py checks the shipped library)."""
+    (tests/extensions/test_skills.py checks the shipped library)."""
     skills = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir()):
         description, problems = check_skill(sub)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from a2rl._util import utcnow
-from a2rl.records import LLMCall, ScaffoldConfig, append_jsonl
+from a2rl.schema import LLMCall, ScaffoldConfig, append_jsonl
 
 ENV_BASE_URL = "A2RL_SCAFFOLD_BASE_URL"
 ENV_MODEL = "A2RL_SCAFFOLD_MODEL"

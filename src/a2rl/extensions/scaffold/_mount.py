@@ -21,7 +21,7 @@ from a2rl.extensions.scaffold._library import (
     library_source,
     read_library,
 )
-from a2rl.records import SkillManifest
+from a2rl.schema import SkillManifest
 
 TRACE_SYSCALLS = ("?open", "openat", "?openat2")
 """Syscalls the exec trace must also record for opens to count (`?`: strace skips a name the

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from a2rl.records import (
+from a2rl.schema import (
     DATA_SOURCES,
     PARADIGMS,
     STAGE_STRUCTURES,
@@ -40,7 +40,7 @@ _ALIASES = {
 
 
 def normalize_strategy(value: Any) -> Any:
-    """A strategy dict with common spellings mapped onto paper B's vocabulary (GRPO → RL,
+    """A strategy dict with common spellings mapped onto the trajectory study's vocabulary (GRPO → RL,
     LoRA → PEFT, base → from base, ...); anything else is left for validation to reject."""
     if not isinstance(value, dict):
         return value
@@ -52,7 +52,7 @@ def normalize_strategy(value: Any) -> Any:
     return out
 
 
-VOCABULARY = (f"Strategy vocabulary (paper B): k (training paradigm) is one of "
+VOCABULARY = (f"Strategy vocabulary (the trajectory study): k (training paradigm) is one of "
               f"{', '.join(PARADIGMS)}; d (data source) one of {', '.join(DATA_SOURCES)}; "
               f"g (stage structure) one of {', '.join(STAGE_STRUCTURES)}.")
 

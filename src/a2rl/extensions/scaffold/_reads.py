@@ -1,7 +1,7 @@
 """Where a read of a skill shows, from three records of the run that a2rl wrote itself:
 
 - the exec trace's opens (`agent/exec.log`, written by strace outside the sandbox, read by
-  `a2rl.recording.parse_file_opens`): successful opens of a skill file by any process, when the
+  `a2rl.capture.parse_file_opens`): successful opens of a skill file by any process, when the
   trace recorded opens (`_mount.TRACE_SYSCALLS`);
 - the exec trace's programs (`agent/exec.jsonl`): programs started with a skill file on their
   command line (`cat skills/x/SKILL.md`);
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2rl.capture import exec_log_t0, parse_file_opens, read_exec_events
 from a2rl.extensions.scaffold._library import CREATED_DIR
-from a2rl.recording import exec_log_t0, parse_file_opens, read_exec_events
-from a2rl.records import AgentEvent, SkillOrigin, SkillRead
+from a2rl.schema import AgentEvent, SkillOrigin, SkillRead
 
 # `skills/<name>/<file>` anywhere in a path or command line (relative, absolute, the installed
 # package's copy a2rl/extensions/scaffold/skills/…, a CLI's own .claude/skills/…) and

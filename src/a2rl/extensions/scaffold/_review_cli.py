@@ -16,7 +16,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from a2rl.records import PlanEvent, PlanReview
+    from a2rl.schema import PlanEvent, PlanReview
 
 
 def review(
@@ -34,7 +34,7 @@ def review(
 def pending_plan(run_dir: Path) -> PlanEvent | None:
     """The latest plan the agent submitted that has no review yet, if any."""
     from a2rl.extensions.scaffold._core import PLANS
-    from a2rl.records import PlanEvent, read_jsonl
+    from a2rl.schema import PlanEvent, read_jsonl
 
     path = run_dir / "scaffold" / PLANS
     if not path.exists():
@@ -56,7 +56,7 @@ def review_run(run_dir: Path, *, verdict: str | None, rationale: str | None,
     from a2rl._errors import A2RLError
     from a2rl._util import atomic_write_text
     from a2rl.extensions.scaffold._core import REVIEWS
-    from a2rl.records import PlanReview
+    from a2rl.schema import PlanReview
 
     console = console or Console()
     if not (run_dir / "scaffold").is_dir():

@@ -2,7 +2,7 @@
 read of a skill from two independent sides (the exec trace and the agent's events, `_reads`),
 the skills the agent created (copied into the run directory: they vanish with the workspace
 otherwise, and checked against the convention), and whether the library was modified. The
-records are `a2rl.records._skills`; `load_skill_usage` is what the analysis reads.
+records are `a2rl.schema._skills`; `load_skill_usage` is what the analysis reads.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from a2rl.extensions.scaffold._library import (
     skill_files,
 )
 from a2rl.extensions.scaffold._reads import SkillMatcher, event_reads, exec_reads, open_reads
-from a2rl.records import (
+from a2rl.schema import (
     AgentEvent,
     CreatedSkill,
     SkillConsults,

@@ -11,7 +11,7 @@ from string import Template
 from typing import Any
 
 from a2rl._errors import A2RLError
-from a2rl.records import DATA_SOURCES, PARADIGMS, STAGE_STRUCTURES, ScaffoldConfig
+from a2rl.schema import DATA_SOURCES, PARADIGMS, STAGE_STRUCTURES, ScaffoldConfig
 
 SCRIPT = "scaffold.sh"
 """The agent's tool (read-only in the sandbox, like timer.sh)."""

@@ -1,4 +1,4 @@
-"""Code snapshots and the artifact index while the agent works (`a2rl.recording` holds the
+"""Code snapshots and the artifact index while the agent works (`a2rl.capture` holds the
 recorders and the readers of their records)."""
 
 from a2rl.extensions.snapshots._recorder import RunRecorder

@@ -10,8 +10,7 @@ from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 from a2rl.extensions.snapshots._recorder import RunRecorder
 
 if TYPE_CHECKING:
-    from a2rl.grader import SubmissionRecord
-    from a2rl.records import RunConfig
+    from a2rl.schema import RunConfig, SubmissionRecord
 
 
 @extensions.register("snapshots")

@@ -8,9 +8,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from a2rl.recording import ArtifactIndexer, CodeRecorder, storage_failure
+from a2rl.capture import ArtifactIndexer, CodeRecorder, storage_failure
 
-log = logging.getLogger("a2rl.recording")
+log = logging.getLogger("a2rl.capture")
 
 
 class RunRecorder:

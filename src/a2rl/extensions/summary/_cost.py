@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2rl.records import RunCost, RunRecord
+from a2rl.schema import RunCost, RunRecord
 
 HEADING = "## Cost and provenance"
 _TEXT_CAP = 200

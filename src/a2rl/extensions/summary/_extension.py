@@ -10,8 +10,8 @@ from a2rl.extensions import AgentLaunch, RunExtension, TaskPart, extensions
 
 if TYPE_CHECKING:  # analysis reads run records, so it is imported lazily
     from a2rl.analysis import LiveSummary
-    from a2rl.grader import Grader, SubmissionRecord
-    from a2rl.records import RunAnalysis, RunConfig, RunRecord
+    from a2rl.grader import Grader
+    from a2rl.schema import RunAnalysis, RunConfig, RunRecord, SubmissionRecord
 
 
 @extensions.register("summary")

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from a2rl._errors import A2RLError
-from a2rl.records import RunRecord, TrackingConfig
+from a2rl.schema import RunRecord, TrackingConfig
 
 DEFAULT_PROJECT = "a2rl"
 WANDB_TAG_MAX = 64

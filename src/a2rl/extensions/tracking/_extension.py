@@ -15,8 +15,7 @@ from a2rl.extensions.tracking._live import LiveTracker, open_tracker
 from a2rl.extensions.tracking._phase_watch import PhaseWatch
 
 if TYPE_CHECKING:
-    from a2rl.grader import BaselineRecord, SubmissionRecord
-    from a2rl.records import RunConfig
+    from a2rl.schema import BaselineRecord, RunConfig, SubmissionRecord
 
 
 @extensions.register("tracking")

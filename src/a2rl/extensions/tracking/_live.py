@@ -34,7 +34,7 @@ from a2rl.extensions.tracking._rows import (
     submission_row,
     summary,
 )
-from a2rl.records import RunRecord, SubmissionRecord, TrackingConfig, load_run
+from a2rl.schema import RunRecord, SubmissionRecord, TrackingConfig, load_run
 
 if TYPE_CHECKING:
     from a2rl.analysis import PhaseNow

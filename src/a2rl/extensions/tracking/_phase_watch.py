@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from a2rl.recording import ExecLogReader
+from a2rl.capture import ExecLogReader
 
 _DUTY = 0.05
 """The largest share of one core the watch spends reading."""

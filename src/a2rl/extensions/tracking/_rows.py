@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from a2rl.records import RunRecord, SubmissionRecord
+from a2rl.schema import RunRecord, SubmissionRecord
 
 SEQ_KEYS = ("score", "improvement", "ci_low", "ci_high", "significant", "valid", "submitted_h",
             "baseline", "baseline_items")
@@ -96,7 +96,7 @@ def summary(record: RunRecord, run_dir: Path) -> dict[str, float]:
                 out[key] = float(value)
     analysis = run_dir / "analysis.json"
     if analysis.exists():
-        from a2rl.records import RunAnalysis
+        from a2rl.schema import RunAnalysis
 
         try:
             a = RunAnalysis.model_validate_json(analysis.read_bytes())

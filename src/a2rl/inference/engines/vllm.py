@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from a2rl.inference._chat import load_tokenizer, render_chat, stop_token_ids
 from a2rl.inference._engine import EngineBase, GenerationSettings, ProgressFn, cut_at_stop
 from a2rl.inference._registry import EngineSpec, default_memory, engines
-from a2rl.records import EngineInfo
+from a2rl.schema import EngineInfo
 
 # Completions are handed back in chunks of this many prompts so the progress bar moves; vLLM
 # schedules within a chunk continuously (a finished sequence frees its slot at once).

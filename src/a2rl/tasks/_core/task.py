@@ -14,7 +14,7 @@ from pydantic.fields import FieldInfo
 
 from a2rl._errors import A2RLError
 from a2rl._util import stable_hash
-from a2rl.records import TaskSpec
+from a2rl.schema import TaskSpec
 from a2rl.tasks._core.offline import Prediction
 
 Level = Literal["L1", "L2", "L3"]

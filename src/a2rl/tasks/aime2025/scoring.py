@@ -7,7 +7,7 @@ lm-eval's `aime`/`aime24`/`aime25` tasks score one completion with their own
 MATH-dataset string normaliser (`strip_string`) and compared as strings, and when the
 normaliser raises on either side the raw strings are compared instead. This module re-states
 those rules (written from their behaviour, not copied), quirks included, because a2rl's
-scores must mean what the reference's mean; `tests/test_aime2025.py` compares the verdicts
+scores must mean what the reference's mean; `tests/tasks/test_aime2025.py` compares the verdicts
 with the installed lm-eval on several hundred adversarial completions.
 """
 

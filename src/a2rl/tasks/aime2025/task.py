@@ -1,6 +1,6 @@
 """`aime2025` (L1, rule-based): the 30 problems of AIME 2025 (I and II), scored with pass@k.
 
-Paper B ("What is Missing from AI Post-Training AI") runs its interventions on GSM8K, HumanEval
+The trajectory study ("What is Missing from AI Post-Training AI") runs its interventions on GSM8K, HumanEval
 and AIME 2025, scored with pass@8 because one problem is worth 3.3 points. This task reruns that
 setting:
 

@@ -225,7 +225,7 @@ games only by chance, and that is allowed. Measured on the generator (20 held-ou
 held-out draws against 200 train draws): no held-out game was identical to a train game (same
 room, receptacles, placements and goal), while about 31% shared the task type, room, object and
 target receptacle with some train game, as any independent draw from the same generator does."""
-"""The split paragraph of the description (generated games); tests/test_alfworld_heldout.py
+"""The split paragraph of the description (generated games); tests/tasks/test_alfworld_heldout.py
 re-measures its figures."""
 OFFICIAL_SPLITS = """Your train games are a sample (public seed) of ALFWorld's `train` split; the
 held-out games are ALFWorld's `{split}` split, which holds other trials than `train`. The sample

@@ -4,7 +4,7 @@ The model answers each held-out instruction; an LLM judge compares its answer wi
 answer (pairwise, order randomised per item); the score is `alpaca_eval`'s win rate against the
 reference, length-controlled (AlpacaEval 2.0's LC, via the `alpaca_eval` package's own GLM) when
 its data is at hand. The metrics follow alpaca_eval exactly (`winrate.py`, checked against the
-package by tests/test_reference_alpacaeval.py): outputs identical to the reference are a tie
+package by tests/tasks/test_reference_alpacaeval.py): outputs identical to the reference are a tie
 without asking the judge, and an item whose judge reply never parses has no preference and is
 left out of the win rate (its count is reported as `judge_unparseable`).
 

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 ALPACA_EVAL_VERSION = "0.6.6"
 REFERENCE = f"alpaca_eval {ALPACA_EVAL_VERSION}"
-"""The reference implementation these metrics reproduce (tests/test_reference_alpacaeval.py
+"""The reference implementation these metrics reproduce (tests/tasks/test_reference_alpacaeval.py
 checks them against the installed package)."""
 REFERENCE_WINS, MODEL_WINS, TIE = 1.0, 2.0, 1.5
 LC_FILE = "df_gamed.csv"

@@ -19,7 +19,7 @@ lm-eval's `exact_match` metric with the task's settings. Everything below follow
 So `#### 199.0`, `199.00`, `0199`, `199..` are all wrong for gold `199`, while `$1,000.` is right
 for `1,000`. lm-eval keeps the strings in numpy arrays, whose fixed-width unicode type drops
 trailing NUL characters; `_lm_eval_normalize` does the same so that no input can tell the two
-apart. `tests/test_reference_gsm8k.py` checks verdict equality against the installed lm-eval on
+apart. `tests/tasks/test_reference_gsm8k.py` checks verdict equality against the installed lm-eval on
 several hundred adversarial completions.
 
 `numeric_match` is a2rl's older, more lenient comparison (numbers compared as numbers after

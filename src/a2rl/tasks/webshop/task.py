@@ -3,7 +3,7 @@
 WebShop (Yao et al., 2022) as a text environment: the model searches (`search[keywords]`), opens
 products and picks their options (`click[text]`) and buys (`click[Buy Now]`); the purchase gets
 WebShop's dense reward, 0 to 1 (product type, attributes, options, price), exactly as WebShop's
-master `goal.py` computes it (reward.py; recorded comparison in tests/test_webshop_master.py).
+master `goal.py` computes it (reward.py; recorded comparison in tests/tasks/test_webshop_master.py).
 The score is 100 × the mean reward over the held-out goals; the success rate (reward 1) is
 reported too. Both sources score a purchase with that one reward function.
 
@@ -15,7 +15,7 @@ Two sources:
   held-out goals are drawn at run time by the same generator from a per-installation secret seed
   kept under $A2RL_HOME (a2rl._secrets), skipping train goals. The two draws are independent: the
   train goals cover 600 of the 29,117 possible goals, so what is missing from them (the gap)
-  says nothing about which 100 are held out (tests/test_webshop_heldout.py tries that attack).
+  says nothing about which 100 are held out (tests/tasks/test_webshop_heldout.py tries that attack).
 - `official`: WebShop's own `web_agent_site` text env with its 1.18 M products and 12 087 human
   goals, as used by the paper; needs WebShop installed with its data (a large download). Held-out
   goals are drawn from WebShop's test goals (indices 0–499), train episodes are its train goals

