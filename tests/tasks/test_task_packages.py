@@ -11,6 +11,8 @@ from typing import ClassVar
 
 import pytest
 
+import a2rl.envs as envs
+import a2rl.inference as inference
 import a2rl.tasks as tasks
 from a2rl.analysis._audit import audit, privileged_patterns
 from a2rl.tasks import BUILTIN_TASKS, ItemVerdict, StaticTextTask, Task, TaskParams, secret_field
@@ -35,12 +37,20 @@ def test_builtin_task_is_a_package_exporting_its_class(name: str) -> None:
     assert issubclass(cls, Task) and cls.name == name
 
 
-def test_task_author_api_is_exported() -> None:
-    for symbol in ("Task", "StaticTextTask", "InteractiveTask", "TaskParams", "ItemVerdict",
-                   "EvalOutcome", "GenerationSettings", "Episode", "Env", "StepResult",
-                   "RolloutConfig", "distinct_questions", "ProgressCounter", "secret_field",
-                   "installation_seed"):
-        assert symbol in tasks.__all__ and hasattr(tasks, symbol), symbol
+def test_task_author_api_is_exported_once() -> None:
+    # what a task author writes against: the task contract from a2rl.tasks, an interactive
+    # task's environment types from a2rl.envs, generation settings from a2rl.inference; each
+    # name from the one package that defines it
+    homes = {tasks: ("Task", "StaticTextTask", "InteractiveTask", "TaskParams", "ItemVerdict",
+                     "EvalOutcome", "distinct_questions", "ProgressCounter", "secret_field",
+                     "installation_seed"),
+             envs: ("Episode", "Env", "StepResult", "RolloutConfig"),
+             inference: ("GenerationSettings",)}
+    for package, symbols in homes.items():
+        for symbol in symbols:
+            assert symbol in package.__all__ and hasattr(package, symbol), symbol
+            others = [p.__name__ for p in homes if p is not package and symbol in p.__all__]
+            assert others == [], (symbol, others)
 
 
 @pytest.mark.parametrize(("package", "resource"), [
