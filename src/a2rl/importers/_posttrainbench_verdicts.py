@@ -9,8 +9,9 @@ with a `justification_<verdict>` string. Older folders hold one line of text per
 `contamination_judgement.txt` and `disallowed_model_judgement.txt`.
 
 The files are untrusted: read through `Source` (no links, size-limited), parsed as JSON and
-nothing else, only plain verdict names taken, texts cut and stripped of control characters
-(they reach a terminal and the report, which escapes them). What cannot be read is said so.
+nothing else, only plain verdict names taken, texts cut and made plain (`plain_text`: no
+escape sequences, control characters or bidi overrides), since they reach a terminal and the
+report (which also escapes them). What cannot be read is said so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import re
 from pathlib import Path
 
+from a2rl._console import plain_text
 from a2rl.importers._source import MAX_NOTE_BYTES, Source
 from a2rl.schema import Finding
 
@@ -36,11 +38,10 @@ MAX_VERDICTS_PER_FILE = 20
 MAX_TEXT = 2000
 _JUDGEMENT = re.compile(r"^judgement_[A-Za-z0-9][A-Za-z0-9_.-]{0,80}\.json$")
 _VERDICT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,60}$")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _plain(text: str, cap: int = MAX_TEXT) -> str:
-    text = _CONTROL.sub(" ", text).strip()
+    text = plain_text(text).strip()
     return text if len(text) <= cap else text[:cap] + f"… [{len(text) - cap:,} characters cut]"
 
 
