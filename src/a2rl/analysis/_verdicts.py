@@ -30,7 +30,7 @@ def own_counterparts(kind: str, own: list[Finding], *, heldout_checked: bool = T
     """What a2rl's own audit (measured and name-reading findings) says on a verdict's question."""
     related = RELATED_KINDS.get(kind, (kind,))
     hits = [f"{f.kind} [{f.severity}, {f.basis}]" for f in own
-            if f.kind in related and f.basis in ("ground-truth", "heuristic")]
+            if f.kind in related and f.own]
     if not hits and kind == "contamination" and not heldout_checked:
         return "a2rl's own audit on this question: not checked (held-out items not loaded)"
     return "a2rl's own audit on this question: " + ("; ".join(hits) if hits else "no finding")

@@ -231,11 +231,10 @@ def audit_flags(analysis: RunAnalysis | None) -> list[str]:
     the majority of their verdicts. Their cleared and undecided verdicts mark nothing."""
     if analysis is None:
         return []
-    own = {f.kind for f in analysis.findings if f.kind in AUDIT_FLAG_KINDS
-           and f.basis in ("heuristic", "ground-truth")}
+    own = {f.kind for f in analysis.findings if f.kind in AUDIT_FLAG_KINDS and f.own}
     votes: dict[tuple[str, str], list[bool]] = {}
     for f in analysis.findings:
-        if f.basis in ("judge", "posttrainbench"):
+        if not f.own:
             votes.setdefault((f.basis, f.kind), []).append(f.severity == "warning")
     judged = {f"{basis}:{kind}" for (basis, kind), flagged in votes.items()
               if 2 * sum(flagged) > len(flagged)}

@@ -115,6 +115,11 @@ class Finding(Record):
     of a configured model that read a digest of the run (`a2rl analyze --judge`);
     posttrainbench: a verdict PostTrainBench's own judges wrote, imported with the run."""
 
+    @property
+    def own(self) -> bool:
+        """a2rl's own audit (heuristic or ground truth), not a judge's verdict."""
+        return self.basis in ("heuristic", "ground-truth")
+
 
 class JudgeAnswer(Record):
     """One question's answer in one ask."""
